@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "aftransfer",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "aftransferd", targets: ["aftransferd"]),
+        .executable(name: "aftransfer", targets: ["aftransfer"]),
+        .library(name: "TransferCore", targets: ["TransferCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CUV", providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        .target(
+            name: "TransferCore",
+            dependencies: [
+                "CCurl", "CUV", "COpenSSL",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "aftransferd",
+            dependencies: [
+                "TransferCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "aftransfer",
+            dependencies: [
+                "TransferCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "TransferCoreTests", dependencies: ["TransferCore"]),
+    ]
+)

@@ -1,0 +1,36 @@
+// Typed, non-variadic forwarders for libcurl's variadic API (Swift cannot call C variadics).
+#ifndef AFT_CCURL_SHIM_H
+#define AFT_CCURL_SHIM_H
+#include <curl/curl.h>
+
+typedef size_t (*aft_curl_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
+typedef int (*aft_curl_xferinfo_cb)(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
+                                    curl_off_t ultotal, curl_off_t ulnow);
+typedef int (*aft_curl_socket_cb)(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
+typedef int (*aft_curl_timer_cb)(CURLM *multi, long timeout_ms, void *userp);
+
+static inline CURLcode aft_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode aft_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode aft_easy_setopt_string(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode aft_easy_setopt_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode aft_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode aft_easy_setopt_data_cb(CURL *h, CURLoption o, aft_curl_data_cb v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode aft_easy_setopt_xferinfo_cb(CURL *h, aft_curl_xferinfo_cb v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
+
+static inline CURLcode aft_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode aft_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode aft_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode aft_easy_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode aft_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+
+static inline CURLMcode aft_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode aft_multi_setopt_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode aft_multi_setopt_socket_cb(CURLM *m, aft_curl_socket_cb v) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, v); }
+static inline CURLMcode aft_multi_setopt_timer_cb(CURLM *m, aft_curl_timer_cb v) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, v); }
+
+/// Fields of a CURLMsg (its union is awkward from Swift).
+static inline int aft_msg_is_done(const CURLMsg *m) { return m->msg == CURLMSG_DONE; }
+static inline CURLcode aft_msg_result(const CURLMsg *m) { return m->data.result; }
+static inline CURL *aft_msg_easy(const CURLMsg *m) { return m->easy_handle; }
+
+#endif

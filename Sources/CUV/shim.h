@@ -1,0 +1,30 @@
+// libuv plus the few Linux bits Swift cannot see directly (struct ucred, netlink).
+#ifndef AFT_CUV_SHIM_H
+#define AFT_CUV_SHIM_H
+#define _GNU_SOURCE
+#include <uv.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if.h>
+#include <net/if.h>
+
+/// The uid of the peer of a connected Unix socket, or -1 (errno set).
+static inline long aft_peer_uid(int fd) {
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    return (long)cred.uid;
+}
+
+/// The file descriptor behind a uv stream/pipe handle, or -1.
+static inline int aft_handle_fd(uv_handle_t *h) {
+    uv_os_fd_t fd;
+    if (uv_fileno(h, &fd) != 0) return -1;
+    return (int)fd;
+}
+
+static inline size_t aft_sizeof_loop(void) { return sizeof(uv_loop_t); }
+#endif

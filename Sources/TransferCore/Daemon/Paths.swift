@@ -1,0 +1,57 @@
+import Foundation
+
+/// Where a home's files live (SPEC "Files and environment"). Shared by the daemon and the CLI so
+/// that both resolve the same home and socket from the same flags and environment.
+public struct Paths: Sendable, Equatable {
+    /// The home directory (database, socket, lock, log).
+    public var home: String
+    /// The Unix socket the daemon listens on.
+    public var socket: String
+
+    /// The job database inside home.
+    public var database: String { home + "/transfers.sqlite" }
+    /// The lock file that keeps one daemon per home.
+    public var lock: String { home + "/aftransferd.lock" }
+    /// The daemon's log when started detached.
+    public var log: String { home + "/aftransferd.log" }
+
+    /// Resolves home and socket: flag, then environment, then the XDG default.
+    /// - Parameters:
+    ///   - home: `--home DIR`, if given.
+    ///   - socket: `--socket PATH`, if given.
+    ///   - environment: the process environment (defaults to the real one).
+    public static func resolve(
+        home: String? = nil, socket: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Paths {
+        let resolvedHome: String
+        if let home, !home.isEmpty {
+            resolvedHome = absolute(home)
+        } else if let env = environment["AFTRANSFER_HOME"], !env.isEmpty {
+            resolvedHome = absolute(env)
+        } else {
+            let state: String
+            if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty {
+                state = xdg
+            } else {
+                state = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+            }
+            resolvedHome = absolute(state) + "/aftransfer"
+        }
+        let resolvedSocket: String
+        if let socket, !socket.isEmpty {
+            resolvedSocket = absolute(socket)
+        } else if let env = environment["AFTRANSFER_SOCKET"], !env.isEmpty {
+            resolvedSocket = absolute(env)
+        } else {
+            resolvedSocket = resolvedHome + "/aftransferd.sock"
+        }
+        return Paths(home: resolvedHome, socket: resolvedSocket)
+    }
+
+    /// Makes `path` absolute against the current directory, and normalizes `.`/`..`.
+    public static func absolute(_ path: String) -> String {
+        let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return URL(fileURLWithPath: full).standardizedFileURL.path
+    }
+}

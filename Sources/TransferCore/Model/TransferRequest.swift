@@ -1,0 +1,37 @@
+/// The params of `transfer.add` (SPEC "The RPC"): the CLI's options, with absolute paths.
+/// The daemon validates them (``RequestValidator``) exactly as the CLI does.
+public struct TransferRequest: Codable, Sendable, Equatable {
+    /// `"download"` (default) or `"upload"`.
+    public var kind: String?
+    public var url: String
+    /// `GET` for downloads; `PUT` (default) or `POST` for uploads (`POST` for forms).
+    public var method: String?
+    /// Download: the target file (absolute). Mutually exclusive with `directory`.
+    public var destination: String?
+    /// Download: the directory for a suggested file name (absolute).
+    public var directory: String?
+    public var createDirs: Bool?
+    public var replace: Bool?
+    /// Raw header lines, `Name: value`.
+    public var headers: [String]?
+    /// `USER:PASSWORD` for Basic auth.
+    public var user: String?
+    /// Expected hex SHA-256 of the finished file.
+    public var sha256: String?
+    public var priority: Int?
+    /// Bytes per second (`"500K"`, `"2M"` or a plain number).
+    public var limitRate: String?
+    public var retries: Int?
+    /// Upload: the source file (absolute).
+    public var source: String?
+    /// Upload: multipart parts, each `NAME=@FILE[;type=MIME][;filename=NAME]` or `NAME=VALUE`.
+    public var form: [String]?
+    /// Upload: where to save the response body (absolute).
+    public var response: String?
+    public var cacert: String?
+    public var pinPubkey: String?
+    public var pinCert: String?
+    public var insecure: Bool?
+
+    public init(url: String) { self.url = url }
+}
