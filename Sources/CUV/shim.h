@@ -1,19 +1,18 @@
 // libuv plus the few Linux bits Swift cannot see directly (struct ucred, netlink).
 #ifndef AFT_CUV_SHIM_H
 #define AFT_CUV_SHIM_H
-#define _GNU_SOURCE
 #include <uv.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <linux/if.h>
 #include <net/if.h>
 
 /// The uid of the peer of a connected Unix socket, or -1 (errno set).
 static inline long aft_peer_uid(int fd) {
-    struct ucred cred;
+    /* struct ucred needs _GNU_SOURCE, which would clash with Glibc's module: use its layout. */
+    struct { pid_t pid; uid_t uid; gid_t gid; } cred;
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
     return (long)cred.uid;
