@@ -26,4 +26,9 @@ static inline int aft_handle_fd(uv_handle_t *h) {
 }
 
 static inline size_t aft_sizeof_loop(void) { return sizeof(uv_loop_t); }
+
+/// Moves the calling thread (only it) into the network namespace open at `fd` (setns(2) with
+/// CLONE_NEWNET); 0, or -1 with errno set. Declared here because Swift's Glibc hides setns.
+extern int setns(int fd, int nstype);
+static inline int aft_setns_net(int fd) { return setns(fd, 0x40000000 /* CLONE_NEWNET */); }
 #endif
