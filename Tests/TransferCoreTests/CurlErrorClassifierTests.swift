@@ -1,0 +1,74 @@
+import CCurl
+import XCTest
+
+@testable import TransferCore
+
+final class CurlErrorClassifierTests: XCTestCase {
+    private func classify(_ code: CURLcode, _ message: String = "boom") -> TransferError {
+        CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: message)
+    }
+
+    func testThatConnectionAndTransferFailuresAreRetryableNetworkErrors() {
+        for code in [
+            CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SEND_ERROR,
+            CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_HTTP3,
+        ] {
+            let error = classify(code)
+            XCTAssertEqual(error.code, .network, "\(code.rawValue)")
+            XCTAssertTrue(error.retryable, "\(code.rawValue)")
+        }
+    }
+
+    func testThatATimeoutIsARetryableTimeout() {
+        XCTAssertEqual(classify(CURLE_OPERATION_TIMEDOUT), TransferError(.timeout, "curl: (28) boom", retryable: true))
+    }
+
+    func testThatTLSFailuresAreNotRetryable() {
+        for code in [
+            CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR,
+        ] {
+            let error = classify(code)
+            XCTAssertEqual(error.code, .tls, "\(code.rawValue)")
+            XCTAssertFalse(error.retryable, "\(code.rawValue)")
+        }
+    }
+
+    func testThatRedirectFailuresAreNotRetryable() {
+        XCTAssertEqual(classify(CURLE_TOO_MANY_REDIRECTS).code, .redirect)
+        XCTAssertEqual(classify(CURLE_UNSUPPORTED_PROTOCOL).code, .redirect)
+        XCTAssertFalse(classify(CURLE_TOO_MANY_REDIRECTS).retryable)
+    }
+
+    func testThatLocalWriteAndReadFailuresAreIOErrors() {
+        XCTAssertEqual(classify(CURLE_WRITE_ERROR), TransferError(.io, "curl: (23) boom", retryable: false))
+        XCTAssertEqual(classify(CURLE_READ_ERROR).code, .io)
+    }
+
+    func testThatAnHTTPErrorTakesItsRetryClassFromTheStatus() {
+        let unavailable = classify(CURLE_HTTP_RETURNED_ERROR, "The requested URL returned error: 503")
+        XCTAssertEqual(unavailable.code, .httpStatus)
+        XCTAssertTrue(unavailable.retryable)
+        let notFound = classify(CURLE_HTTP_RETURNED_ERROR, "The requested URL returned error: 404 Not Found")
+        XCTAssertEqual(notFound.code, .httpStatus)
+        XCTAssertFalse(notFound.retryable)
+        XCTAssertFalse(classify(CURLE_HTTP_RETURNED_ERROR, "odd").retryable)
+    }
+
+    func testThatEverythingElseIsANonRetryableNetworkError() {
+        for code in [CURLE_WEIRD_SERVER_REPLY, CURLE_OUT_OF_MEMORY, CURLE_ABORTED_BY_CALLBACK, CURLE_RANGE_ERROR] {
+            let error = classify(code)
+            XCTAssertEqual(error.code, .network, "\(code.rawValue)")
+            XCTAssertFalse(error.retryable, "\(code.rawValue)")
+        }
+        XCTAssertEqual(CurlErrorClassifier.error(curlCode: -1, message: "x").code, .network)
+        XCTAssertEqual(CurlErrorClassifier.error(curlCode: 12345, message: "x").code, .network)
+    }
+
+    func testThatTheMessageNamesTheCodeAndFallsBackToCurlsText() {
+        XCTAssertEqual(
+            classify(CURLE_COULDNT_CONNECT, "Failed to connect to h port 80").message,
+            "curl: (7) Failed to connect to h port 80")
+        XCTAssertEqual(classify(CURLE_COULDNT_CONNECT, "").message, "curl: (7) Couldn't connect to server")
+    }
+}
