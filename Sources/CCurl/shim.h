@@ -2,6 +2,7 @@
 #ifndef AFT_CCURL_SHIM_H
 #define AFT_CCURL_SHIM_H
 #include <curl/curl.h>
+#include <string.h>
 
 typedef size_t (*aft_curl_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
 typedef int (*aft_curl_xferinfo_cb)(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
@@ -33,4 +34,19 @@ static inline int aft_msg_is_done(const CURLMsg *m) { return m->msg == CURLMSG_D
 static inline CURLcode aft_msg_result(const CURLMsg *m) { return m->data.result; }
 static inline CURL *aft_msg_easy(const CURLMsg *m) { return m->easy_handle; }
 
+/// The PEM text of certificate `i` of the server chain (needs CURLOPT_CERTINFO), or NULL.
+static inline const char *aft_certinfo_pem(CURL *h, int i) {
+    struct curl_certinfo *ci = NULL;
+    if (curl_easy_getinfo(h, CURLINFO_CERTINFO, &ci) != CURLE_OK || ci == NULL) return NULL;
+    if (i < 0 || i >= ci->num_of_certs) return NULL;
+    for (struct curl_slist *s = ci->certinfo[i]; s; s = s->next) {
+        if (strncmp(s->data, "Cert:", 5) == 0) return s->data + 5;
+    }
+    return NULL;
+}
+static inline int aft_certinfo_count(CURL *h) {
+    struct curl_certinfo *ci = NULL;
+    if (curl_easy_getinfo(h, CURLINFO_CERTINFO, &ci) != CURLE_OK || ci == NULL) return 0;
+    return ci->num_of_certs;
+}
 #endif

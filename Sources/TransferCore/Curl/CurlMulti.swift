@@ -1,0 +1,138 @@
+import CCurl
+import CUV
+import Foundation
+
+/// libcurl's multi *socket* API driven by the daemon's libuv loop (the pattern of curl's
+/// `docs/examples/multi-uv.c`): a `uv_poll_t` per curl socket, a `uv_timer_t` for curl's timeout,
+/// and `curl_multi_info_read` drained after every `socket_action`. Loop-thread only.
+public final class CurlMulti {
+    /// The `CURLM*`.
+    let multi: UnsafeMutableRawPointer
+    private let loop: EventLoop
+    private let timer: UnsafeMutablePointer<uv_timer_t>
+    /// Called for each finished easy handle with its result; the receiver removes the handle.
+    public var onDone: ((UnsafeMutableRawPointer, CURLcode) -> Void)?
+    private var inCallback = false
+
+    /// One curl socket's poll handle. Retained by `curl_multi_assign` in the socket callback and
+    /// released in its `CURL_POLL_REMOVE` branch (the one place); the poll handle's memory is freed
+    /// in its close callback.
+    private final class SocketWatch {
+        let fd: curl_socket_t
+        let poll: UnsafeMutablePointer<uv_poll_t>
+        unowned let owner: CurlMulti
+        init(fd: curl_socket_t, poll: UnsafeMutablePointer<uv_poll_t>, owner: CurlMulti) {
+            self.fd = fd
+            self.poll = poll
+            self.owner = owner
+        }
+    }
+
+    /// Creates a multi handle wired to `loop`.
+    public init(loop: EventLoop) throws {
+        guard let m = curl_multi_init() else { throw UVError(-12, "curl_multi_init") }
+        multi = m
+        self.loop = loop
+        timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+        uv_timer_init(loop.raw, timer)
+        timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        aft_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
+        aft_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
+        aft_multi_setopt_socket_cb(multi) { _, s, what, userp, socketp in
+            guard let userp else { return 0 }
+            Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue().socketEvent(s, what, socketp)
+            return 0
+        }
+        aft_multi_setopt_timer_cb(multi) { _, timeoutMs, userp in
+            guard let userp else { return 0 }
+            Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue().setTimeout(timeoutMs)
+            return 0
+        }
+    }
+
+    /// Adds an easy handle; the transfer starts on the loop.
+    public func add(_ easy: UnsafeMutableRawPointer) -> Bool {
+        curl_multi_add_handle(multi, easy) == CURLM_OK
+    }
+
+    /// Removes an easy handle (aborting it if running). Never call from inside a curl callback.
+    public func remove(_ easy: UnsafeMutableRawPointer) {
+        curl_multi_remove_handle(multi, easy)
+    }
+
+    // MARK: - curl → libuv
+
+    private func socketEvent(_ s: curl_socket_t, _ what: Int32, _ socketp: UnsafeMutableRawPointer?) {
+        if what == CURL_POLL_REMOVE {
+            if let socketp {
+                let watch = Unmanaged<SocketWatch>.fromOpaque(socketp).takeRetainedValue()
+                uv_poll_stop(watch.poll)
+                closeAndFree(watch.poll)
+                curl_multi_assign(multi, s, nil)
+            }
+            return
+        }
+        let watch: SocketWatch
+        if let socketp {
+            watch = Unmanaged<SocketWatch>.fromOpaque(socketp).takeUnretainedValue()
+        } else {
+            let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+            if uv_poll_init_socket(loop.raw, poll, s) != 0 {
+                poll.deallocate()
+                return
+            }
+            watch = SocketWatch(fd: s, poll: poll, owner: self)
+            let opaque = Unmanaged.passRetained(watch).toOpaque()
+            poll.pointee.data = opaque
+            curl_multi_assign(multi, s, opaque)
+        }
+        var events: Int32 = 0
+        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
+        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
+        uv_poll_start(watch.poll, events) { handle, status, events in
+            guard let handle, let data = handle.pointee.data else { return }
+            let watch = Unmanaged<SocketWatch>.fromOpaque(data).takeUnretainedValue()
+            var flags: Int32 = 0
+            if status < 0 { flags = CURL_CSELECT_ERR }
+            if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
+            if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
+            // The watch may be released inside socket_action; keep what we need first.
+            let owner = watch.owner
+            owner.action(watch.fd, flags)
+        }
+    }
+
+    private func setTimeout(_ ms: Int) {
+        if ms < 0 {
+            uv_timer_stop(timer)
+            return
+        }
+        // A 0 ms timer stalls libuv's other timers (INTEROP): clamp to 1 ms, never act inline.
+        uv_timer_start(timer, { t in
+            guard let t, let data = t.pointee.data else { return }
+            Unmanaged<CurlMulti>.fromOpaque(data).takeUnretainedValue().action(CURL_SOCKET_TIMEOUT, 0)
+        }, UInt64(max(ms, 1)), 0)
+    }
+
+    private func action(_ fd: curl_socket_t, _ flags: Int32) {
+        var running: Int32 = 0
+        curl_multi_socket_action(multi, fd, flags, &running)
+        drain()
+    }
+
+    /// Reads finished transfers and hands each to ``onDone``.
+    private func drain() {
+        var pending: Int32 = 0
+        var finished: [(UnsafeMutableRawPointer, CURLcode)] = []
+        while let msg = curl_multi_info_read(multi, &pending) {
+            if aft_msg_is_done(msg) != 0, let easy = aft_msg_easy(msg) {
+                finished.append((easy, aft_msg_result(msg)))
+            }
+        }
+        for (easy, code) in finished { onDone?(easy, code) }
+    }
+
+    /// Kicks curl after handles were added outside a socket event (it also arms its timer itself).
+    public func kick() { action(CURL_SOCKET_TIMEOUT, 0) }
+}

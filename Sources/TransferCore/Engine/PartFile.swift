@@ -1,0 +1,106 @@
+import Foundation
+
+/// An open file being written by a transfer (a download's `.aftpart`), with serialized
+/// off-loop `fdatasync`s. The descriptor is closed only after the last sync finished
+/// (``close()`` defers it). Loop-thread only.
+public final class PartFile {
+    /// The file descriptor.
+    public let fd: Int32
+    /// The path of the file.
+    public let path: String
+    private let loop: EventLoop
+    private var inFlight = false
+    private var waiters: [(Bool) -> Void] = []
+    private var closeRequested = false
+    private var closed = false
+
+    /// Opens (creating) `path` for writing without truncating it.
+    public init(loop: EventLoop, path: String, mode: mode_t) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode)
+        if fd < 0 {
+            throw FileErrors.error(errno, "cannot open \(path)")
+        }
+        self.fd = fd
+        self.path = path
+        self.loop = loop
+    }
+
+    /// The file's current size.
+    public func size() -> Int64 {
+        var st = stat()
+        return fstat(fd, &st) == 0 ? Int64(st.st_size) : 0
+    }
+
+    /// Writes all of `count` bytes at the current end. Returns 0 or an errno.
+    public func append(_ p: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int32 {
+        var done = 0
+        while done < count {
+            let n = pwrite(fd, p + done, count - done, off_t(offset + Int64(done)))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            done += n
+        }
+        return 0
+    }
+
+    /// Cuts the file to `length` bytes. Returns 0 or an errno.
+    public func truncate(to length: Int64) -> Int32 {
+        ftruncate(fd, off_t(length)) == 0 ? 0 : errno
+    }
+
+    /// Makes every byte written so far durable, off the loop; `done(true)` on success. A request
+    /// made while a sync runs is served by the next sync, so its bytes are always covered.
+    public func sync(_ done: @escaping (Bool) -> Void) {
+        guard !closed else {
+            done(false)
+            return
+        }
+        waiters.append(done)
+        if !inFlight { startSync() }
+    }
+
+    private func startSync() {
+        inFlight = true
+        let batch = waiters
+        waiters = []
+        FileSync.fdatasync(loop: loop, fd: fd) { rc in
+            self.inFlight = false
+            for w in batch { w(rc == 0) }
+            if !self.waiters.isEmpty {
+                self.startSync()
+            } else if self.closeRequested {
+                self.closeNow()
+            }
+        }
+    }
+
+    /// Whether a sync is running now.
+    public var isSyncing: Bool { inFlight }
+
+    /// Closes the descriptor once no sync is pending.
+    public func close() {
+        closeRequested = true
+        if !inFlight && waiters.isEmpty { closeNow() }
+    }
+
+    private func closeNow() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+}
+
+/// errno → TransferError, in one place.
+public enum FileErrors {
+    /// The SPEC error for a failed file operation.
+    public static func error(_ e: Int32, _ what: String) -> TransferError {
+        let text = String(cString: strerror(e))
+        switch e {
+        case ENOSPC, EDQUOT: return TransferError(.diskFull, "\(what): \(text)", retryable: false)
+        case ENOENT, ENOTDIR: return TransferError(.destinationMissingDir, "\(what): \(text)", retryable: false)
+        default: return TransferError(.io, "\(what): \(text)", retryable: false)
+        }
+    }
+}
