@@ -1,0 +1,358 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Checks the params of `transfer.add` before anything is queued (SPEC "Security": "a bad URL,
+/// scheme, header or path is refused at enqueue with exit status 2") and returns them normalized.
+///
+/// The only I/O is `stat`/`lstat`/`access` of the paths named: nothing is created or opened.
+/// Destination checks are repeated by the daemon when a download ends (the file system may have
+/// changed in between).
+///
+/// Normalization: `kind` is set (`download` by default) and lowercased; the URL is trimmed and
+/// its scheme lowercased; `method` is set and uppercased (`GET`; `PUT`, or `POST` with a form);
+/// `sha256` is lowercased; an empty `form` becomes `nil`. Everything else is returned as given.
+public enum RequestValidator {
+    /// The longest URL accepted, in UTF-8 bytes (8 KiB).
+    public static let maxURLBytes = 8 * 1024
+    /// The accepted `priority` values.
+    public static let priorityRange = -1_000_000...1_000_000
+    /// The accepted `retries` values.
+    public static let retriesRange = 0...1000
+
+    /// Validates and normalizes a `transfer.add` request.
+    ///
+    /// - Parameter request: The params as received (paths already absolute).
+    /// - Returns: The normalized request.
+    /// - Throws: `RPCError.refusedInput(code, message)`: `invalid_request` for malformed input,
+    ///   `destination_exists` for an existing target without `replace`, `destination_missing_dir`
+    ///   for a missing directory without `createDirs`. The message starts with the field's name.
+    public static func validate(_ request: TransferRequest) throws -> TransferRequest {
+        var r = request
+
+        // kind
+        let kind = (r.kind ?? "download").lowercased()
+        guard kind == "download" || kind == "upload" else {
+            throw invalid("kind: must be \"download\" or \"upload\", not \"\(printable(r.kind ?? ""))\"")
+        }
+        r.kind = kind
+        let isUpload = kind == "upload"
+
+        r.url = try validateURL(r.url)
+
+        // method
+        if isUpload {
+            let hasForm = !(r.form ?? []).isEmpty
+            let method = (r.method ?? (hasForm ? "POST" : "PUT")).uppercased()
+            guard method == "PUT" || method == "POST" else {
+                throw invalid("method: an upload uses PUT or POST, not \"\(printable(r.method ?? ""))\"")
+            }
+            r.method = method
+        } else {
+            let method = (r.method ?? "GET").uppercased()
+            guard method == "GET" else {
+                throw invalid("method: a download uses GET, not \"\(printable(r.method ?? ""))\"")
+            }
+            r.method = method
+        }
+
+        // Every path, before any is looked at.
+        let pathFields: [(String, String?)] = [
+            ("destination", r.destination), ("directory", r.directory), ("source", r.source),
+            ("response", r.response), ("cacert", r.cacert), ("pinCert", r.pinCert),
+        ]
+        for case (let field, let path?) in pathFields {
+            try checkAbsolute(path, field: field)
+        }
+
+        if r.form?.isEmpty == true { r.form = nil }
+        if isUpload {
+            try validateUpload(r)
+        } else {
+            try validateDownload(r)
+        }
+
+        for header in r.headers ?? [] {
+            _ = try HeaderField.parse(header)
+        }
+
+        if let user = r.user {
+            guard user.contains(":") else {
+                throw invalid("user: must be USER:PASSWORD")
+            }
+            guard !user.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                throw invalid("user: contains CR, LF or NUL")
+            }
+        }
+
+        if let sha256 = r.sha256 {
+            guard sha256.utf8.count == 64, sha256.utf8.allSatisfy(isHexDigit) else {
+                throw invalid("sha256: must be 64 hexadecimal digits")
+            }
+            r.sha256 = sha256.lowercased()
+        }
+
+        if let priority = r.priority, !priorityRange.contains(priority) {
+            throw invalid("priority: must be between \(priorityRange.lowerBound) and \(priorityRange.upperBound)")
+        }
+
+        if let limitRate = r.limitRate, RateParser.parse(limitRate) == nil {
+            throw invalid("limitRate: \"\(printable(limitRate))\" is not a rate (bytes per second, e.g. 500K or 2M)")
+        }
+
+        if let retries = r.retries, !retriesRange.contains(retries) {
+            throw invalid("retries: must be between \(retriesRange.lowerBound) and \(retriesRange.upperBound)")
+        }
+
+        if let cacert = r.cacert { try checkReadableFile(cacert, field: "cacert") }
+        if let pinCert = r.pinCert { try checkReadableFile(pinCert, field: "pinCert") }
+        if let pinPubkey = r.pinPubkey { try validatePinPubkey(pinPubkey) }
+
+        return r
+    }
+
+    // MARK: - URL
+
+    /// The trimmed URL with its scheme lowercased, or a refusal.
+    private static func validateURL(_ raw: String) throws -> String {
+        let url = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !url.isEmpty else { throw invalid("url: is empty") }
+        guard url.utf8.count <= maxURLBytes else {
+            throw invalid("url: longer than \(maxURLBytes) bytes")
+        }
+        if url.unicodeScalars.contains(where: {
+            $0.properties.isWhitespace || $0.properties.generalCategory == .control
+        }) {
+            throw invalid("url: contains a space or a control character (percent-encode it)")
+        }
+        guard let components = URLComponents(string: url), let scheme = components.scheme else {
+            throw invalid("url: \"\(URLRedaction.redact(url))\" is not an absolute URL")
+        }
+        let lowerScheme = scheme.lowercased()
+        guard lowerScheme == "http" || lowerScheme == "https" else {
+            throw invalid("url: scheme \"\(printable(scheme))\" is not supported (only http and https)")
+        }
+        guard url.hasPrefix(scheme + "://"), let host = components.host, !host.isEmpty else {
+            throw invalid("url: \"\(URLRedaction.redact(url))\" has no host")
+        }
+        if let port = components.port, !(1...65535).contains(port) {
+            throw invalid("url: port \(port) is out of range")
+        }
+        return lowerScheme + url.dropFirst(scheme.count)
+    }
+
+    // MARK: - Downloads
+
+    private static func validateDownload(_ r: TransferRequest) throws {
+        for (field, given) in [("source", r.source != nil), ("form", r.form != nil), ("response", r.response != nil)]
+        where given {
+            throw invalid("\(field): only applies to uploads")
+        }
+        let createDirs = r.createDirs ?? false
+        switch (r.destination, r.directory) {
+        case (.some, .some):
+            throw invalid("destination: give either destination (-o) or directory (-d), not both")
+        case (nil, nil):
+            throw invalid("destination: a download needs a destination (-o) or a directory (-d)")
+        case (let destination?, nil):
+            try checkTargetFile(destination, field: "destination", createDirs: createDirs, replace: r.replace ?? false)
+        case (nil, let directory?):
+            switch FileKind(path: directory) {
+            case .directory:
+                break
+            case .missing:
+                guard createDirs else {
+                    throw RPCError.refusedInput(
+                        .destinationMissingDir, "directory: \(printable(directory)) does not exist (use --create-dirs)")
+                }
+                try checkCreatable(directory, field: "directory")
+            case .inaccessible(let reason):
+                throw invalid("directory: cannot inspect \(printable(directory)): \(reason)")
+            case .regular, .other:
+                throw invalid("directory: \(printable(directory)) is not a directory")
+            }
+        }
+    }
+
+    /// Checks a file the daemon will create (a download's destination, an upload's response).
+    private static func checkTargetFile(_ path: String, field: String, createDirs: Bool, replace: Bool) throws {
+        guard !path.hasSuffix("/") else {
+            throw invalid("\(field): \(printable(path)) names a directory, not a file")
+        }
+        // lstat: a dangling symlink still occupies the name.
+        switch FileKind(path: path, followingLinks: false) {
+        case .missing:
+            break
+        case .inaccessible(let reason):
+            throw invalid("\(field): cannot inspect \(printable(path)): \(reason)")
+        case .directory, .regular, .other:
+            if case .directory = FileKind(path: path) {
+                throw invalid("\(field): \(printable(path)) is a directory")
+            }
+            guard replace else {
+                throw RPCError.refusedInput(
+                    .destinationExists, "\(field): \(printable(path)) already exists (use --replace)")
+            }
+        }
+        let parent = parentDirectory(of: path)
+        switch FileKind(path: parent) {
+        case .directory:
+            break
+        case .missing:
+            guard createDirs else {
+                throw RPCError.refusedInput(
+                    .destinationMissingDir,
+                    "\(field): directory \(printable(parent)) does not exist (use --create-dirs)")
+            }
+            try checkCreatable(parent, field: field)
+        case .inaccessible(let reason):
+            throw invalid("\(field): cannot inspect \(printable(parent)): \(reason)")
+        case .regular, .other:
+            throw RPCError.refusedInput(.destinationMissingDir, "\(field): \(printable(parent)) is not a directory")
+        }
+    }
+
+    /// Checks that a missing directory could be created: its nearest existing ancestor is a
+    /// directory.
+    private static func checkCreatable(_ directory: String, field: String) throws {
+        var ancestor = parentDirectory(of: directory)
+        while true {
+            switch FileKind(path: ancestor) {
+            case .directory:
+                return
+            case .missing where ancestor != "/":
+                ancestor = parentDirectory(of: ancestor)
+            case .inaccessible(let reason):
+                throw invalid("\(field): cannot inspect \(printable(ancestor)): \(reason)")
+            default:
+                throw RPCError.refusedInput(
+                    .destinationMissingDir,
+                    "\(field): cannot create \(printable(directory)): \(printable(ancestor)) is not a directory")
+            }
+        }
+    }
+
+    // MARK: - Uploads
+
+    private static func validateUpload(_ r: TransferRequest) throws {
+        for (field, given) in [("destination", r.destination != nil), ("directory", r.directory != nil)] where given {
+            throw invalid("\(field): only applies to downloads (use response to save the answer)")
+        }
+        switch (r.source, r.form) {
+        case (.some, .some):
+            throw invalid("source: give either a source file or form parts, not both")
+        case (nil, nil):
+            throw invalid("source: an upload needs a source file or form parts")
+        case (let source?, nil):
+            try checkReadableFile(source, field: "source")
+        case (nil, let form?):
+            for spec in form {
+                if case .file(let name, let path, _, _) = try FormPart.parse(spec) {
+                    try checkAbsolute(path, field: "form \(name)")
+                    try checkReadableFile(path, field: "form \(name)")
+                }
+            }
+        }
+        if let response = r.response {
+            // The response's directory is not created: createDirs is about downloads.
+            try checkTargetFile(response, field: "response", createDirs: false, replace: r.replace ?? false)
+        }
+    }
+
+    // MARK: - TLS
+
+    private static func validatePinPubkey(_ value: String) throws {
+        let pins = value.split(separator: ";", omittingEmptySubsequences: false)
+        for pin in pins {
+            let pin = pin.trimmingCharacters(in: .whitespaces)
+            guard pin.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(pin.dropFirst(8))),
+                digest.count == 32
+            else {
+                throw invalid(
+                    "pinPubkey: each pin must be sha256// followed by the base64 of 32 bytes, separated by ';'")
+            }
+        }
+    }
+
+    // MARK: - Paths
+
+    private static func checkAbsolute(_ path: String, field: String) throws {
+        guard !path.unicodeScalars.contains("\0") else { throw invalid("\(field): the path contains NUL") }
+        guard path.hasPrefix("/") else { throw invalid("\(field): \"\(printable(path))\" is not an absolute path") }
+    }
+
+    /// Checks an existing regular file the daemon will read.
+    private static func checkReadableFile(_ path: String, field: String) throws {
+        switch FileKind(path: path) {
+        case .regular:
+            guard access(path, R_OK) == 0 else {
+                throw invalid("\(field): \(printable(path)) is not readable: \(String(cString: strerror(errno)))")
+            }
+        case .missing:
+            throw invalid("\(field): \(printable(path)) does not exist")
+        case .directory:
+            throw invalid("\(field): \(printable(path)) is a directory, not a file")
+        case .other:
+            throw invalid("\(field): \(printable(path)) is not a regular file")
+        case .inaccessible(let reason):
+            throw invalid("\(field): cannot inspect \(printable(path)): \(reason)")
+        }
+    }
+
+    /// The directory holding `path` (absolute, no trailing `/`); `/` for a top-level name.
+    private static func parentDirectory(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/"), slash != trimmed.startIndex else { return "/" }
+        return String(trimmed[..<slash])
+    }
+
+    /// What `stat` (or `lstat`) says is at a path.
+    private enum FileKind {
+        case missing
+        case directory
+        case regular
+        case other
+        case inaccessible(String)
+
+        init(path: String, followingLinks: Bool = true) {
+            var info = stat()
+            let rc = followingLinks ? stat(path, &info) : lstat(path, &info)
+            guard rc == 0 else {
+                let code = errno
+                self = (code == ENOENT || code == ENOTDIR) ? .missing : .inaccessible(String(cString: strerror(code)))
+                return
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR: self = .directory
+            case S_IFREG: self = .regular
+            default: self = .other
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(b)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(b)
+    }
+
+    /// Untrusted text shortened and stripped of control characters, for a message.
+    private static func printable(_ s: String) -> String {
+        let limit = 100
+        var out = String.UnicodeScalarView()
+        for c in s.unicodeScalars.prefix(limit) {
+            out.append(c.properties.generalCategory == .control ? "?" : c)
+        }
+        return String(out) + (s.unicodeScalars.count > limit ? "…" : "")
+    }
+
+    private static func invalid(_ message: String) -> RPCError {
+        .refusedInput(.invalidRequest, message)
+    }
+}

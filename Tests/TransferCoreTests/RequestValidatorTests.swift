@@ -1,0 +1,476 @@
+import Foundation
+import XCTest
+
+@testable import TransferCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+final class RequestValidatorTests: XCTestCase {
+    private var root = ""
+
+    override func setUpWithError() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("aft-validator-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        root = dir.path
+        try mkdir("dir")
+        try write("file.txt")
+        try write("cert.pem")
+    }
+
+    override func tearDownWithError() throws {
+        if !root.isEmpty {
+            _ = chmod(root + "/unreadable.txt", 0o644)
+            try FileManager.default.removeItem(atPath: root)
+        }
+    }
+
+    // MARK: Fixtures
+
+    private func path(_ name: String) -> String { root + "/" + name }
+
+    private func mkdir(_ name: String) throws {
+        try FileManager.default.createDirectory(atPath: path(name), withIntermediateDirectories: true)
+    }
+
+    private func write(_ name: String, _ text: String = "hello") throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path(name)))
+    }
+
+    private func download(_ url: String = "https://example.com/x", to destination: String? = nil) -> TransferRequest {
+        var r = TransferRequest(url: url)
+        r.destination = destination ?? path("out.bin")
+        return r
+    }
+
+    private func upload(_ url: String = "https://example.com/up") -> TransferRequest {
+        var r = TransferRequest(url: url)
+        r.kind = "upload"
+        r.source = path("file.txt")
+        return r
+    }
+
+    private func assertRefused(
+        _ request: TransferRequest, _ code: TransferErrorCode = .invalidRequest, mentioning field: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertThrowsError(try RequestValidator.validate(request), file: file, line: line) { error in
+            guard let rpc = error as? RPCError else {
+                return XCTFail("not an RPCError: \(error)", file: file, line: line)
+            }
+            XCTAssertEqual(rpc.code, RPCErrorCode.invalidParams, file: file, line: line)
+            XCTAssertEqual(rpc.data, .object(["code": .string(code.rawValue)]), rpc.message, file: file, line: line)
+            XCTAssertTrue(
+                rpc.message.hasPrefix(field), "\"\(rpc.message)\" should name \(field)", file: file, line: line)
+        }
+    }
+
+    // MARK: kind
+
+    func testThatKindDefaultsToDownload() throws {
+        XCTAssertEqual(try RequestValidator.validate(download()).kind, "download")
+    }
+
+    func testThatKindIsNormalizedAndOtherKindsAreRefused() throws {
+        var r = download()
+        r.kind = "DOWNLOAD"
+        XCTAssertEqual(try RequestValidator.validate(r).kind, "download")
+        r.kind = "sync"
+        assertRefused(r, mentioning: "kind")
+    }
+
+    // MARK: url
+
+    func testThatTheURLIsTrimmedAndItsSchemeLowercased() throws {
+        let r = try RequestValidator.validate(download("  HTTPS://Example.com/A?b=C \n"))
+        XCTAssertEqual(r.url, "https://Example.com/A?b=C")
+    }
+
+    func testThatOnlyHTTPAndHTTPSAreAccepted() throws {
+        XCTAssertNoThrow(try RequestValidator.validate(download("http://example.com/x")))
+        for url in [
+            "ftp://example.com/x", "file:///etc/passwd", "gopher://h/", "javascript:alert(1)", "example.com/x", "//h/x",
+        ] {
+            assertRefused(download(url), mentioning: "url")
+        }
+    }
+
+    func testThatAURLWithoutAHostIsRefused() {
+        for url in [
+            "http://", "http:///x", "https://:80/x", "http:example.com", "http:/example.com/x", "http://user@/x",
+        ] {
+            assertRefused(download(url), mentioning: "url")
+        }
+    }
+
+    func testThatSpacesAndControlCharactersInTheURLAreRefused() {
+        for url in [
+            "http://h/a b", "http://h/a\tb", "http://h/a\r\nHost: evil", "http://h/\0", "http://h/a\u{7F}", "", "   ",
+        ] {
+            assertRefused(download(url), mentioning: "url")
+        }
+    }
+
+    func testThatAnOverlongURLIsRefused() throws {
+        let base = "https://example.com/"
+        let fits = base + String(repeating: "a", count: RequestValidator.maxURLBytes - base.utf8.count)
+        XCTAssertNoThrow(try RequestValidator.validate(download(fits)))
+        assertRefused(download(fits + "a"), mentioning: "url")
+    }
+
+    func testThatAnOutOfRangePortIsRefused() {
+        assertRefused(download("http://h:0/x"), mentioning: "url")
+        assertRefused(download("http://h:65536/x"), mentioning: "url")
+        XCTAssertNoThrow(try RequestValidator.validate(download("http://h:65535/x")))
+    }
+
+    func testThatARefusedURLMessageHidesThePassword() {
+        XCTAssertThrowsError(try RequestValidator.validate(download("http://me:s3cr3t@/x"))) { error in
+            XCTAssertFalse((error as? RPCError)?.message.contains("s3cr3t") ?? true)
+        }
+    }
+
+    // MARK: method
+
+    func testThatADownloadUsesGET() throws {
+        XCTAssertEqual(try RequestValidator.validate(download()).method, "GET")
+        var r = download()
+        r.method = "get"
+        XCTAssertEqual(try RequestValidator.validate(r).method, "GET")
+        for method in ["POST", "PUT", "HEAD", ""] {
+            r.method = method
+            assertRefused(r, mentioning: "method")
+        }
+    }
+
+    func testThatAnUploadDefaultsToPUTOrToPOSTForAForm() throws {
+        XCTAssertEqual(try RequestValidator.validate(upload()).method, "PUT")
+        var form = upload()
+        form.source = nil
+        form.form = ["a=b"]
+        XCTAssertEqual(try RequestValidator.validate(form).method, "POST")
+        form.method = "put"
+        XCTAssertEqual(try RequestValidator.validate(form).method, "PUT")
+    }
+
+    func testThatAnUploadAcceptsOnlyPUTOrPOST() throws {
+        var r = upload()
+        r.method = "post"
+        XCTAssertEqual(try RequestValidator.validate(r).method, "POST")
+        for method in ["GET", "PATCH", "DELETE"] {
+            r.method = method
+            assertRefused(r, mentioning: "method")
+        }
+    }
+
+    // MARK: paths
+
+    func testThatEveryPathMustBeAbsolute() {
+        assertRefused(download(to: "out.bin"), mentioning: "destination")
+        var r = download()
+        r.destination = nil
+        r.directory = "dir"
+        assertRefused(r, mentioning: "directory")
+        var u = upload()
+        u.source = "file.txt"
+        assertRefused(u, mentioning: "source")
+        u = upload()
+        u.response = "resp.txt"
+        assertRefused(u, mentioning: "response")
+        r = download()
+        r.cacert = "cert.pem"
+        assertRefused(r, mentioning: "cacert")
+        r = download()
+        r.pinCert = ""
+        assertRefused(r, mentioning: "pinCert")
+        u = upload()
+        u.source = nil
+        u.form = ["f=@file.txt"]
+        assertRefused(u, mentioning: "form")
+    }
+
+    func testThatAPathWithNULIsRefused() {
+        assertRefused(download(to: path("a\0b")), mentioning: "destination")
+        var u = upload()
+        u.source = path("file.txt") + "\0.x"
+        assertRefused(u, mentioning: "source")
+    }
+
+    // MARK: downloads
+
+    func testThatADownloadNeedsExactlyOneOfDestinationAndDirectory() {
+        var r = download()
+        r.destination = nil
+        assertRefused(r, mentioning: "destination")
+        r = download()
+        r.directory = path("dir")
+        assertRefused(r, mentioning: "destination")
+    }
+
+    func testThatAValidDownloadIsReturnedUnchangedButNormalized() throws {
+        var r = download()
+        r.replace = false
+        r.headers = ["Accept: */*"]
+        r.limitRate = "2M"
+        let v = try RequestValidator.validate(r)
+        XCTAssertEqual(v.destination, path("out.bin"))
+        XCTAssertEqual(v.headers, ["Accept: */*"])
+        XCTAssertEqual(v.limitRate, "2M")
+        XCTAssertEqual(v.replace, false)
+    }
+
+    func testThatADestinationThatIsADirectoryIsRefused() {
+        assertRefused(download(to: path("dir")), mentioning: "destination")
+        assertRefused(download(to: path("dir") + "/"), mentioning: "destination")
+        assertRefused(download(to: path("nowhere") + "/"), mentioning: "destination")
+        assertRefused(download(to: "/"), mentioning: "destination")
+        var r = download(to: path("dir"))
+        r.replace = true
+        assertRefused(r, mentioning: "destination")
+    }
+
+    func testThatAnExistingDestinationNeedsReplace() throws {
+        assertRefused(download(to: path("file.txt")), .destinationExists, mentioning: "destination")
+        var r = download(to: path("file.txt"))
+        r.replace = true
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+    }
+
+    func testThatADanglingSymlinkCountsAsAnExistingDestination() throws {
+        try FileManager.default.createSymbolicLink(
+            atPath: path("dangling"), withDestinationPath: path("missing-target"))
+        assertRefused(download(to: path("dangling")), .destinationExists, mentioning: "destination")
+    }
+
+    func testThatAMissingDestinationDirectoryNeedsCreateDirs() throws {
+        let deep = path("new/sub/out.bin")
+        assertRefused(download(to: deep), .destinationMissingDir, mentioning: "destination")
+        var r = download(to: deep)
+        r.createDirs = true
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("new")), "validation must not create anything")
+    }
+
+    func testThatADestinationUnderAFileIsAMissingDirectory() {
+        assertRefused(download(to: path("file.txt/out.bin")), .destinationMissingDir, mentioning: "destination")
+        var r = download(to: path("file.txt/sub/out.bin"))
+        r.createDirs = true
+        assertRefused(r, .destinationMissingDir, mentioning: "destination")
+    }
+
+    func testThatADirectoryMustExistUnlessCreateDirs() throws {
+        var r = download()
+        r.destination = nil
+        r.directory = path("dir")
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.directory = path("newdir/sub")
+        assertRefused(r, .destinationMissingDir, mentioning: "directory")
+        r.createDirs = true
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.directory = path("file.txt/sub")
+        assertRefused(r, .destinationMissingDir, mentioning: "directory")
+    }
+
+    func testThatADirectoryThatIsAFileIsRefused() {
+        var r = download()
+        r.destination = nil
+        r.directory = path("file.txt")
+        assertRefused(r, mentioning: "directory")
+    }
+
+    func testThatUploadFieldsAreRefusedOnADownload() throws {
+        var r = download()
+        r.source = path("file.txt")
+        assertRefused(r, mentioning: "source")
+        r = download()
+        r.form = ["a=b"]
+        assertRefused(r, mentioning: "form")
+        r = download()
+        r.response = path("resp.txt")
+        assertRefused(r, mentioning: "response")
+        r = download()
+        r.form = []
+        XCTAssertNil(try RequestValidator.validate(r).form)
+    }
+
+    // MARK: uploads
+
+    func testThatAValidUploadPasses() throws {
+        let v = try RequestValidator.validate(upload())
+        XCTAssertEqual(v.kind, "upload")
+        XCTAssertEqual(v.source, path("file.txt"))
+    }
+
+    func testThatAnUploadNeedsExactlyOneOfSourceAndForm() {
+        var r = upload()
+        r.source = nil
+        assertRefused(r, mentioning: "source")
+        r.form = []
+        assertRefused(r, mentioning: "source")
+        r = upload()
+        r.form = ["a=b"]
+        assertRefused(r, mentioning: "source")
+    }
+
+    func testThatTheSourceMustBeAnExistingRegularFile() throws {
+        var r = upload()
+        r.source = path("missing.txt")
+        assertRefused(r, mentioning: "source")
+        r.source = path("dir")
+        assertRefused(r, mentioning: "source")
+        XCTAssertEqual(mkfifo(path("fifo"), 0o600), 0)
+        r.source = path("fifo")
+        assertRefused(r, mentioning: "source")
+    }
+
+    func testThatAnUnreadableSourceIsRefused() throws {
+        try XCTSkipIf(getuid() == 0, "root can read any file")
+        try write("unreadable.txt")
+        XCTAssertEqual(chmod(path("unreadable.txt"), 0), 0)
+        var r = upload()
+        r.source = path("unreadable.txt")
+        assertRefused(r, mentioning: "source")
+    }
+
+    func testThatFormPartsAreParsedAndTheirFilesChecked() throws {
+        var r = upload()
+        r.source = nil
+        r.form = ["title=Hi", "doc=@\(path("file.txt"));type=text/plain"]
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.form = ["title=Hi", "doc=@\(path("missing.txt"))"]
+        assertRefused(r, mentioning: "form doc")
+        r.form = ["doc=@\(path("dir"))"]
+        assertRefused(r, mentioning: "form doc")
+        r.form = ["novalue"]
+        assertRefused(r, mentioning: "form")
+        r.form = ["doc=@\(path("file.txt"));type=nonsense"]
+        assertRefused(r, mentioning: "form doc")
+    }
+
+    func testThatTheResponseFileFollowsTheDestinationRules() throws {
+        var r = upload()
+        r.response = path("resp.txt")
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.response = path("file.txt")
+        assertRefused(r, .destinationExists, mentioning: "response")
+        r.replace = true
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.response = path("dir")
+        assertRefused(r, mentioning: "response")
+        r.response = path("nodir/resp.txt")
+        assertRefused(r, .destinationMissingDir, mentioning: "response")
+    }
+
+    func testThatDownloadFieldsAreRefusedOnAnUpload() {
+        var r = upload()
+        r.destination = path("out.bin")
+        assertRefused(r, mentioning: "destination")
+        r = upload()
+        r.directory = path("dir")
+        assertRefused(r, mentioning: "directory")
+    }
+
+    // MARK: options
+
+    func testThatEveryHeaderMustParse() throws {
+        var r = download()
+        r.headers = ["Accept: */*", "Authorization: Bearer x"]
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        for bad in ["NoColon", ": empty", "Bad Name: v", "X-A: b\r\nX-B: c"] {
+            r.headers = ["Accept: */*", bad]
+            assertRefused(r, mentioning: "header")
+        }
+    }
+
+    func testThatUserNeedsAColonAndNoLineBreaks() throws {
+        var r = download()
+        r.user = "me:secret"
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.user = "me:"
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        for bad in ["me", "", "me:se\ncret", "me:se\rcret", "me:se\0cret"] {
+            r.user = bad
+            assertRefused(r, mentioning: "user")
+        }
+    }
+
+    func testThatSHA256IsSixtyFourHexDigitsAndLowercased() throws {
+        var r = download()
+        r.sha256 = String(repeating: "AbC0", count: 16)
+        XCTAssertEqual(try RequestValidator.validate(r).sha256, String(repeating: "abc0", count: 16))
+        for bad in [
+            "", "abc", String(repeating: "a", count: 63), String(repeating: "a", count: 65),
+            String(repeating: "g", count: 64),
+        ] {
+            r.sha256 = bad
+            assertRefused(r, mentioning: "sha256")
+        }
+    }
+
+    func testThatPriorityIsBounded() throws {
+        var r = download()
+        for ok in [-1_000_000, -1, 0, 1_000_000] {
+            r.priority = ok
+            XCTAssertNoThrow(try RequestValidator.validate(r))
+        }
+        for bad in [-1_000_001, 1_000_001, Int.max, Int.min] {
+            r.priority = bad
+            assertRefused(r, mentioning: "priority")
+        }
+    }
+
+    func testThatLimitRateMustParse() throws {
+        var r = download()
+        r.limitRate = "500K"
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        for bad in ["", "0", "-1K", "fast"] {
+            r.limitRate = bad
+            assertRefused(r, mentioning: "limitRate")
+        }
+    }
+
+    func testThatRetriesIsBounded() throws {
+        var r = download()
+        for ok in [0, 8, 1000] {
+            r.retries = ok
+            XCTAssertNoThrow(try RequestValidator.validate(r))
+        }
+        for bad in [-1, 1001] {
+            r.retries = bad
+            assertRefused(r, mentioning: "retries")
+        }
+    }
+
+    func testThatCertificateFilesMustExistAndBeFiles() throws {
+        var r = download()
+        r.cacert = path("cert.pem")
+        r.pinCert = path("cert.pem")
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.cacert = path("missing.pem")
+        assertRefused(r, mentioning: "cacert")
+        r.cacert = path("dir")
+        assertRefused(r, mentioning: "cacert")
+        r.cacert = nil
+        r.pinCert = path("missing.pem")
+        assertRefused(r, mentioning: "pinCert")
+    }
+
+    func testThatPinPubkeyIsOneOrMoreSHA256Pins() throws {
+        let pin = "sha256//" + Data(repeating: 7, count: 32).base64EncodedString()
+        let other = "sha256//" + Data(repeating: 9, count: 32).base64EncodedString()
+        var r = download()
+        r.pinPubkey = pin
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.pinPubkey = "\(pin);\(other)"
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        for bad in [
+            "", pin + ";", "sha1//" + Data(repeating: 7, count: 20).base64EncodedString(),
+            "sha256//" + Data(repeating: 7, count: 31).base64EncodedString(), "sha256//not base64!", "sha256//",
+            Data(repeating: 7, count: 32).base64EncodedString(),
+        ] {
+            r.pinPubkey = bad
+            assertRefused(r, mentioning: "pinPubkey")
+        }
+    }
+}
