@@ -12,7 +12,8 @@ final class FormPartTests: XCTestCase {
 
     func testThatAValueStartingWithAtIsAFile() throws {
         XCTAssertEqual(
-            try FormPart.parse("doc=@/tmp/a.pdf"), .file(name: "doc", path: "/tmp/a.pdf", contentType: nil, filename: nil))
+            try FormPart.parse("doc=@/tmp/a.pdf"),
+            .file(name: "doc", path: "/tmp/a.pdf", contentType: nil, filename: nil))
     }
 
     func testThatTypeAndFilenameOptionsAreParsedInAnyOrderAndCase() throws {
@@ -91,7 +92,8 @@ final class FormPartTests: XCTestCase {
 
     private func assertRefused(_ spec: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertThrowsError(try FormPart.parse(spec), spec.debugDescription, file: file, line: line) { error in
-            XCTAssertEqual((error as? RPCError)?.data, .object(["code": .string("invalid_request")]), file: file, line: line)
+            XCTAssertEqual(
+                (error as? RPCError)?.data, .object(["code": .string("invalid_request")]), file: file, line: line)
         }
     }
 }

@@ -5,12 +5,14 @@ import XCTest
 final class HeaderFieldTests: XCTestCase {
     func testThatANameAndATrimmedValueAreParsed() throws {
         XCTAssertEqual(try HeaderField.parse("Accept: text/html"), HeaderField(name: "Accept", value: "text/html"))
-        XCTAssertEqual(try HeaderField.parse("X-A:\t  spaced value \t"), HeaderField(name: "X-A", value: "spaced value"))
+        XCTAssertEqual(
+            try HeaderField.parse("X-A:\t  spaced value \t"), HeaderField(name: "X-A", value: "spaced value"))
         XCTAssertEqual(try HeaderField.parse("X-A:b"), HeaderField(name: "X-A", value: "b"))
     }
 
     func testThatOnlyTheFirstColonSeparatesNameAndValue() throws {
-        XCTAssertEqual(try HeaderField.parse("Referer: http://h:8080/x"), HeaderField(name: "Referer", value: "http://h:8080/x"))
+        XCTAssertEqual(
+            try HeaderField.parse("Referer: http://h:8080/x"), HeaderField(name: "Referer", value: "http://h:8080/x"))
     }
 
     func testThatAnEmptyValueIsAllowed() throws {
@@ -33,7 +35,10 @@ final class HeaderFieldTests: XCTestCase {
     }
 
     func testThatNonTokenCharactersInTheNameAreRefused() {
-        for line in ["Bad Name: v", "Bad\tName: v", "Name : v", " Name: v", "Na\"me: v", "Na(me): v", "Näme: v", "Na/me: v", "Na@me: v"] {
+        for line in [
+            "Bad Name: v", "Bad\tName: v", "Name : v", " Name: v", "Na\"me: v", "Na(me): v", "Näme: v", "Na/me: v",
+            "Na@me: v",
+        ] {
             assertRefused(line)
         }
     }
@@ -85,9 +90,13 @@ final class HeaderFieldTests: XCTestCase {
     }
 
     private func assertRefused(_ line: String, file: StaticString = #filePath, line number: UInt = #line) {
-        XCTAssertThrowsError(try HeaderField.parse(line), "\(line.debugDescription) should be refused", file: file, line: number) {
+        XCTAssertThrowsError(
+            try HeaderField.parse(line), "\(line.debugDescription) should be refused", file: file, line: number
+        ) {
             error in
-            XCTAssertEqual(error as? RPCError, RPCError.refusedInput(.invalidRequest, (error as? RPCError)?.message ?? ""), file: file, line: number)
+            XCTAssertEqual(
+                error as? RPCError, RPCError.refusedInput(.invalidRequest, (error as? RPCError)?.message ?? ""),
+                file: file, line: number)
             XCTAssertEqual((error as? RPCError)?.code, RPCErrorCode.invalidParams, file: file, line: number)
         }
     }

@@ -13,12 +13,14 @@ final class SuggestedFilenameTests: XCTestCase {
 
     func testThatFilenameStarIsPercentDecodedAsUTF8() {
         XCTAssertEqual(
-            SuggestedFilename.fromContentDisposition("attachment; filename*=UTF-8''%E2%82%AC%20rates.txt"), "€ rates.txt")
+            SuggestedFilename.fromContentDisposition("attachment; filename*=UTF-8''%E2%82%AC%20rates.txt"),
+            "€ rates.txt")
         XCTAssertEqual(SuggestedFilename.fromContentDisposition("attachment; filename*=utf-8'en'a%20b"), "a b")
     }
 
     func testThatFilenameStarIsDecodedAsLatin1() {
-        XCTAssertEqual(SuggestedFilename.fromContentDisposition("attachment; filename*=ISO-8859-1''caf%E9.txt"), "café.txt")
+        XCTAssertEqual(
+            SuggestedFilename.fromContentDisposition("attachment; filename*=ISO-8859-1''caf%E9.txt"), "café.txt")
     }
 
     func testThatAnUndecodableFilenameStarFallsBackToFilename() {
@@ -116,7 +118,8 @@ final class SuggestedFilenameTests: XCTestCase {
     }
 
     func testThatLongNamesAreCutTo255Bytes() {
-        XCTAssertEqual(SuggestedFilename.sanitize(String(repeating: "a", count: 1000)), String(repeating: "a", count: 255))
+        XCTAssertEqual(
+            SuggestedFilename.sanitize(String(repeating: "a", count: 1000)), String(repeating: "a", count: 255))
     }
 
     func testThatTruncationNeverSplitsAMultibyteCharacter() {
@@ -142,7 +145,8 @@ final class SuggestedFilenameTests: XCTestCase {
 
     func testThatTheHeaderNameWinsOverTheURL() {
         XCTAssertEqual(
-            SuggestedFilename.suggest(contentDisposition: "attachment; filename=fromheader.txt", url: "http://h/fromurl.txt"),
+            SuggestedFilename.suggest(
+                contentDisposition: "attachment; filename=fromheader.txt", url: "http://h/fromurl.txt"),
             "fromheader.txt")
     }
 
@@ -151,23 +155,31 @@ final class SuggestedFilenameTests: XCTestCase {
         XCTAssertEqual(
             SuggestedFilename.suggest(contentDisposition: "attachment; filename=\"\"", url: "http://h/fromurl.txt"),
             "fromurl.txt")
-        XCTAssertEqual(SuggestedFilename.suggest(contentDisposition: "inline", url: "http://h/fromurl.txt"), "fromurl.txt")
+        XCTAssertEqual(
+            SuggestedFilename.suggest(contentDisposition: "inline", url: "http://h/fromurl.txt"), "fromurl.txt")
     }
 
     func testThatNothingUsableGivesDownload() {
         XCTAssertEqual(SuggestedFilename.suggest(contentDisposition: nil, url: "http://h/"), "download")
-        XCTAssertEqual(SuggestedFilename.suggest(contentDisposition: "attachment; filename=..", url: "http://h/x"), "download")
+        XCTAssertEqual(
+            SuggestedFilename.suggest(contentDisposition: "attachment; filename=..", url: "http://h/x"), "download")
     }
 
     func testThatHostileSuggestionsAreSanitized() {
         XCTAssertEqual(
-            SuggestedFilename.suggest(contentDisposition: "attachment; filename*=UTF-8''%2e%2e%2fx", url: "http://h/y"), "_x")
+            SuggestedFilename.suggest(contentDisposition: "attachment; filename*=UTF-8''%2e%2e%2fx", url: "http://h/y"),
+            "_x")
         XCTAssertEqual(
-            SuggestedFilename.suggest(contentDisposition: "attachment; filename=\"../../etc/passwd\"", url: "http://h/y"),
+            SuggestedFilename.suggest(
+                contentDisposition: "attachment; filename=\"../../etc/passwd\"", url: "http://h/y"),
             "_.._etc_passwd")
-        XCTAssertEqual(SuggestedFilename.suggest(contentDisposition: nil, url: "http://h/..%2F..%2Fetc%2Fpasswd"), "_.._etc_passwd")
+        XCTAssertEqual(
+            SuggestedFilename.suggest(contentDisposition: nil, url: "http://h/..%2F..%2Fetc%2Fpasswd"), "_.._etc_passwd"
+        )
         XCTAssertEqual(SuggestedFilename.suggest(contentDisposition: nil, url: "http://h/%2e%2e"), "download")
         XCTAssertEqual(SuggestedFilename.suggest(contentDisposition: nil, url: "http://h/a%00b"), "ab")
-        XCTAssertEqual(SuggestedFilename.suggest(contentDisposition: "attachment; filename*=UTF-8''%00", url: "http://h/y"), "download")
+        XCTAssertEqual(
+            SuggestedFilename.suggest(contentDisposition: "attachment; filename*=UTF-8''%00", url: "http://h/y"),
+            "download")
     }
 }

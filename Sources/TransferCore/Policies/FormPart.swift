@@ -101,7 +101,8 @@ public enum FormPart: Codable, Equatable, Sendable {
     }
 
     private static func quotedIfNeeded(_ s: String) -> String {
-        let needsQuotes = s.hasPrefix("\"") || s.lowercased().contains(";type=") || s.lowercased().contains(";filename=")
+        let needsQuotes =
+            s.hasPrefix("\"") || s.lowercased().contains(";type=") || s.lowercased().contains(";filename=")
         guard needsQuotes else { return s }
         let escaped = s.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"")
         return "\"\(escaped)\""

@@ -107,7 +107,9 @@ extension RetryPolicy {
     /// HTTP-date parsing for `Retry-After`, without `DateFormatter` (whose leniency differs between
     /// platforms and which is not `Sendable`).
     fileprivate enum HTTPDate {
-        private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        private static let months = [
+            "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+        ]
 
         /// Parses an IMF-fixdate, RFC 850 or asctime date; `now` resolves RFC 850's two-digit year.
         static func parse(_ text: String, now: Date) -> Date? {
