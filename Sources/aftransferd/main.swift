@@ -1,1 +1,47 @@
-print("stub")
+import ArgumentParser
+import TransferCore
+
+/// `aftransferd`: the aftransfer daemon.
+@main
+struct AFTransferDaemon: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "aftransferd",
+        abstract: "The aftransfer daemon: runs queued transfers in the background.")
+
+    @Option(name: .long, help: "Home directory (database, socket, lock, log).")
+    var home: String?
+
+    @Option(name: .long, help: "Unix socket path.")
+    var socket: String?
+
+    @Option(name: .long, help: "Most transfers at once.")
+    var maxActive: Int = EngineConfig.defaultMaxActive
+
+    @Option(name: .long, help: "Seconds under 1 byte/s that end an attempt as a timeout.")
+    var stallTimeout: Double = EngineConfig.defaultStallTimeout
+
+    @Option(name: .long, help: "Seconds between checkpoints while bytes flow.")
+    var checkpointInterval: Double = EngineConfig.defaultCheckpointInterval
+
+    @Flag(name: .long, help: "Do not watch netlink for reachability.")
+    var noNetworkMonitor = false
+
+    func validate() throws {
+        guard (1...256).contains(maxActive) else { throw ValidationError("--max-active must be 1...256") }
+        guard stallTimeout >= 1 else { throw ValidationError("--stall-timeout must be at least 1") }
+        guard checkpointInterval > 0 && checkpointInterval <= 60 else {
+            throw ValidationError("--checkpoint-interval must be in (0, 60]")
+        }
+    }
+
+    func run() throws {
+        var engine = EngineConfig()
+        engine.maxActive = maxActive
+        engine.stallTimeout = stallTimeout
+        engine.checkpointInterval = checkpointInterval
+        var config = DaemonConfiguration(paths: Paths.resolve(home: home, socket: socket), engine: engine)
+        config.watchNetwork = !noNetworkMonitor
+        let status = Daemon.run(config)
+        if status != 0 { throw ExitCode(status) }
+    }
+}

@@ -9,3 +9,10 @@ public enum Log {
         fputs(line, stderr)
     }
 }
+
+extension Log {
+    /// Writes a message line as is (start-up errors meant for people).
+    public static func plain(_ message: String) {
+        fputs(message + "\n", stderr)
+    }
+}

@@ -1,0 +1,16 @@
+import Foundation
+
+/// Everything the daemon needs to run, from its flags.
+public struct DaemonConfiguration: Sendable {
+    /// Home and socket.
+    public var paths: Paths
+    /// Engine settings (`--max-active`, `--stall-timeout`, `--checkpoint-interval`).
+    public var engine: EngineConfig
+    /// Whether to watch netlink for reachability (off only for tests without netlink).
+    public var watchNetwork = true
+
+    public init(paths: Paths, engine: EngineConfig = EngineConfig()) {
+        self.paths = paths
+        self.engine = engine
+    }
+}
