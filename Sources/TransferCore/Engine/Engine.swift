@@ -353,9 +353,17 @@ public final class Engine {
             throw TransferError(.destinationMissingDir, "directory \(dir) does not exist (use --create-dirs)", retryable: false)
         }
         do {
-            try FileManager.default.createDirectory(
-                atPath: dir, withIntermediateDirectories: true,
-                attributes: [.posixPermissions: Int(config.directoryMode)])
+            // Create each missing level with the user's mode (the daemon's umask is 077).
+            var missing: [String] = []
+            var cur = dir
+            while !cur.isEmpty && cur != "/" && !FileManager.default.fileExists(atPath: cur) {
+                missing.append(cur)
+                cur = (cur as NSString).deletingLastPathComponent
+            }
+            for d in missing.reversed() {
+                try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: false)
+                chmod(d, config.directoryMode)
+            }
         } catch {
             throw TransferError(.destinationMissingDir, "cannot create \(dir): \(error.localizedDescription)", retryable: false)
         }

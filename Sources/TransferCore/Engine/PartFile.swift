@@ -20,6 +20,8 @@ public final class PartFile {
         if fd < 0 {
             throw FileErrors.error(errno, "cannot open \(path)")
         }
+        // The daemon's umask is 077; the user's files get the user's usual mode.
+        fchmod(fd, mode)
         self.fd = fd
         self.path = path
         self.loop = loop
