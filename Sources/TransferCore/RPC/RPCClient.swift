@@ -1,0 +1,363 @@
+import Foundation
+
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
+/// Why the client could not talk to the daemon (as opposed to an ``RPCError`` the daemon sent).
+public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No daemon answers at `path` (no socket, a stale socket, or no permission).
+    case unreachable(path: String, reason: String)
+    /// The daemon closed the connection before answering.
+    case connectionClosed
+    /// The daemon did not answer within the client's timeout.
+    case timeout(method: String)
+    /// A system call failed while talking to the daemon.
+    case io(operation: String, errno: Int32)
+    /// The daemon sent something that is not a JSON-RPC 2.0 response.
+    case protocolViolation(String)
+
+    /// A message for people.
+    public var description: String {
+        switch self {
+        case .unreachable(let path, let reason):
+            return "cannot reach aftransferd at \(path): \(reason)"
+        case .connectionClosed:
+            return "aftransferd closed the connection"
+        case .timeout(let method):
+            return "aftransferd did not answer \(method) in time"
+        case .io(let operation, let code):
+            return "\(operation) failed: \(String(cString: strerror(code)))"
+        case .protocolViolation(let what):
+            return "unexpected message from aftransferd: \(what)"
+        }
+    }
+
+    /// The CLI's exit status for this error: 3, the daemon could not be reached (SPEC "Exit status").
+    public var exitStatus: Int32 { 3 }
+}
+
+extension RPCError {
+    /// The CLI's exit status for this daemon error (`docs/rpc.md`, table "Errors"): 2 for refused
+    /// input, unknown ids, and inapplicable commands; 3 when the daemon is shutting down; 1 for an
+    /// internal error or a code this client does not know.
+    public var exitStatus: Int32 {
+        switch code {
+        case RPCErrorCode.parseError, RPCErrorCode.invalidRequest, RPCErrorCode.methodNotFound,
+            RPCErrorCode.invalidParams, RPCErrorCode.notFound, RPCErrorCode.refused, RPCErrorCode.tooLarge:
+            return 2
+        case RPCErrorCode.shuttingDown:
+            return 3
+        default:
+            return 1
+        }
+    }
+}
+
+/// What ``RPCClient/streamEvents(tickInterval:onEvent:)`` hands to its closure.
+public enum RPCEvent: Sendable {
+    /// `transfer.progress`: a running job's object.
+    case progress(JobSnapshot)
+    /// `transfer.state`: a job's object after a state change.
+    case state(JobSnapshot)
+    /// Any other notification, undecoded.
+    case notification(method: String, params: JSONValue?)
+    /// Time passed: sent once when the stream starts, then at least every `tickInterval` seconds.
+    /// Lets the caller poll (`transfer.get`) in case a notification is missed.
+    case tick
+}
+
+/// A blocking JSON-RPC 2.0 client for the daemon's Unix socket (`docs/rpc.md`): one JSON object a
+/// line in both directions. Needs no event loop; meant for the CLI, one thread at a time.
+public final class RPCClient {
+    /// How long ``call(method:params:)`` waits for its answer by default, in seconds.
+    public static let defaultTimeout: Double = 60
+    /// The longest line accepted from the daemon (a `transfer.list` of many jobs can be big).
+    public static let maximumLineLength = 256 * 1024 * 1024
+
+    /// The socket path this client is connected to.
+    public let path: String
+    /// How long a call waits for its answer, in seconds.
+    public var timeout: Double
+
+    private var fd: Int32
+    private var nextID: Int64 = 1
+    private var buffer = LineBuffer(maximumLineLength: RPCClient.maximumLineLength)
+    /// Notifications read while waiting for a response, delivered later by `streamEvents`.
+    private var pending: [RPCEvent] = []
+
+    private init(fd: Int32, path: String, timeout: Double) {
+        self.fd = fd
+        self.path = path
+        self.timeout = timeout
+    }
+
+    deinit {
+        if fd >= 0 { _ = Glibc.close(fd) }
+    }
+
+    /// Connects to the daemon's socket.
+    /// - Parameters:
+    ///   - path: the socket path (absolute).
+    ///   - timeout: how long calls wait for an answer; ``defaultTimeout`` by default.
+    /// - Throws: ``ClientError/unreachable(path:reason:)`` when nothing accepts the connection.
+    public static func connect(path: String, timeout: Double = RPCClient.defaultTimeout) throws -> RPCClient {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard !pathBytes.isEmpty, pathBytes.count < capacity else {
+            throw ClientError.unreachable(path: path, reason: "socket path longer than \(capacity - 1) bytes")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        while true {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { throw ClientError.io(operation: "socket", errno: errno) }
+            let result = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if result == 0 { return RPCClient(fd: fd, path: path, timeout: timeout) }
+            let code = errno
+            _ = Glibc.close(fd)
+            // An interrupted connect goes on in the background; a fresh socket is simpler than
+            // waiting for it.
+            if code == EINTR { continue }
+            throw ClientError.unreachable(path: path, reason: String(cString: strerror(code)))
+        }
+    }
+
+    /// Closes the connection. Later calls fail with ``ClientError/connectionClosed``.
+    public func close() {
+        if fd >= 0 { _ = Glibc.close(fd) }
+        fd = -1
+    }
+
+    // MARK: - Calls
+
+    /// Sends one request and waits for its response, keeping notifications that arrive meanwhile
+    /// for ``streamEvents(tickInterval:onEvent:)``.
+    /// - Parameters:
+    ///   - method: the method name (``RPCMethod``).
+    ///   - params: the params object, or nil to send none.
+    /// - Returns: the response's `result`.
+    /// - Throws: ``RPCError`` when the daemon answers with an error; ``ClientError`` otherwise.
+    @discardableResult
+    public func call(method: String, params: JSONValue? = nil) throws -> JSONValue {
+        let id = nextID
+        nextID += 1
+        var request: [String: JSONValue] = ["jsonrpc": .string("2.0"), "id": .int(id), "method": .string(method)]
+        if let params { request["params"] = params }
+        var line = try JSONEncoder().encode(JSONValue.object(request))
+        line.append(UInt8(ascii: "\n"))
+        try send(line)
+
+        let deadline = Self.now() + timeout
+        while true {
+            guard let line = try readLine(until: deadline) else { throw ClientError.timeout(method: method) }
+            let message: JSONValue
+            do {
+                message = try JSONDecoder().decode(JSONValue.self, from: line)
+            } catch {
+                throw ClientError.protocolViolation("a line that is not JSON")
+            }
+            guard case .object(let fields) = message else {
+                throw ClientError.protocolViolation("a JSON value that is not an object")
+            }
+            if fields["id"] == nil, case .string(let name)? = fields["method"] {
+                pending.append(Self.event(method: name, params: fields["params"]))
+                continue
+            }
+            // A parse error is answered with a null id: it can only be about our request.
+            let answers: Bool
+            switch fields["id"] {
+            case .int(let other)?: answers = other == id
+            case .null?: answers = fields["error"] != nil
+            default: answers = false
+            }
+            guard answers else { continue }
+            if let error = fields["error"], error != .null {
+                guard let rpcError = try? error.decode(as: RPCError.self) else {
+                    throw ClientError.protocolViolation("an error object without code and message")
+                }
+                throw rpcError
+            }
+            return fields["result"] ?? .null
+        }
+    }
+
+    /// Sends a typed request and decodes the typed result.
+    /// - Parameters:
+    ///   - method: the method name (``RPCMethod``).
+    ///   - params: the params, encoded as a JSON object.
+    ///   - result: the type the result decodes as.
+    public func call<P: Encodable, R: Decodable>(method: String, params: P, as result: R.Type = R.self) throws -> R {
+        let value = try call(method: method, params: JSONValue(encoding: params))
+        do {
+            return try value.decode(as: R.self)
+        } catch {
+            throw ClientError.protocolViolation("a \(method) result that does not decode: \(error)")
+        }
+    }
+
+    // MARK: - Events
+
+    /// Subscribes to job events (`events.subscribe`) and streams them to `onEvent` until it returns
+    /// false.
+    /// - Parameters:
+    ///   - ids: the jobs to hear about, or nil for all jobs.
+    ///   - tickInterval: the longest time between two ``RPCEvent/tick`` events, in seconds.
+    ///   - onEvent: called for each notification and tick; may itself use ``call(method:params:)``.
+    public func subscribe(
+        ids: [Int64]? = nil, tickInterval: Double = 1, onEvent: (RPCEvent) throws -> Bool
+    ) throws {
+        try call(method: RPCMethod.subscribe, params: JSONValue(encoding: SubscribeParams(ids: ids)))
+        try streamEvents(tickInterval: tickInterval, onEvent: onEvent)
+    }
+
+    /// Streams notifications already subscribed to (and ticks) to `onEvent` until it returns false.
+    /// Starts with a ``RPCEvent/tick``, so that a caller that polls sees the current state at once.
+    /// - Parameters:
+    ///   - tickInterval: the longest time between two ``RPCEvent/tick`` events, in seconds.
+    ///   - onEvent: called for each notification and tick; may itself use ``call(method:params:)``.
+    public func streamEvents(tickInterval: Double = 1, onEvent: (RPCEvent) throws -> Bool) throws {
+        var nextTick = Self.now()
+        while true {
+            if Self.now() >= nextTick {
+                nextTick = Self.now() + tickInterval
+                guard try onEvent(.tick) else { return }
+                continue
+            }
+            if !pending.isEmpty {
+                let event = pending.removeFirst()
+                guard try onEvent(event) else { return }
+                continue
+            }
+            guard let line = try readLine(until: nextTick) else { continue }
+            guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: line),
+                fields["id"] == nil, case .string(let name)? = fields["method"]
+            else { continue }  // a stray response or junk: not an event
+            pending.append(Self.event(method: name, params: fields["params"]))
+        }
+    }
+
+    private static func event(method: String, params: JSONValue?) -> RPCEvent {
+        switch method {
+        case RPCMethod.progressEvent:
+            if let job = try? params?.decode(as: JobSnapshot.self) { return .progress(job) }
+        case RPCMethod.stateEvent:
+            if let job = try? params?.decode(as: JobSnapshot.self) { return .state(job) }
+        default:
+            break
+        }
+        return .notification(method: method, params: params)
+    }
+
+    // MARK: - I/O
+
+    private func send(_ data: Data) throws {
+        guard fd >= 0 else { throw ClientError.connectionClosed }
+        try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            guard let base = raw.baseAddress else { return }
+            var offset = 0
+            while offset < raw.count {
+                // MSG_NOSIGNAL: a daemon that went away is an error here, not a SIGPIPE.
+                let n = Glibc.send(fd, base + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EPIPE || errno == ECONNRESET { throw ClientError.connectionClosed }
+                    throw ClientError.io(operation: "send", errno: errno)
+                }
+                offset += n
+            }
+        }
+    }
+
+    /// Reads the next complete line, or nil when `deadline` passes first.
+    private func readLine(until deadline: Double) throws -> Data? {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            do {
+                if let line = try buffer.nextLine() { return line }
+            } catch {
+                throw ClientError.protocolViolation("a line over \(buffer.maximumLineLength) bytes")
+            }
+            guard fd >= 0 else { throw ClientError.connectionClosed }
+            let remaining = deadline - Self.now()
+            if remaining <= 0 { return nil }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = Glibc.poll(&pfd, 1, Int32(min(remaining * 1000 + 1, Double(Int32.max))))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw ClientError.io(operation: "poll", errno: errno)
+            }
+            if ready == 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                if errno == ECONNRESET { throw ClientError.connectionClosed }
+                throw ClientError.io(operation: "read", errno: errno)
+            }
+            if n == 0 { throw ClientError.connectionClosed }
+            buffer.append(chunk[0..<n])
+        }
+    }
+
+    private static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+/// Splits a byte stream into `\n`-terminated lines; a line may arrive over several reads.
+struct LineBuffer {
+    /// Thrown when a line grows past the limit before its newline arrives.
+    struct LineTooLong: Error {}
+
+    let maximumLineLength: Int
+    private var bytes: [UInt8] = []
+    /// Where the unread bytes start (consumed lines are dropped lazily).
+    private var start = 0
+    /// Where to resume looking for a newline (bytes before it have none).
+    private var scanned = 0
+
+    init(maximumLineLength: Int) {
+        self.maximumLineLength = maximumLineLength
+    }
+
+    /// Adds bytes just read.
+    mutating func append<C: Collection>(_ data: C) where C.Element == UInt8 {
+        if start > 0, start * 2 >= bytes.count {
+            bytes.removeSubrange(0..<start)
+            scanned -= start
+            start = 0
+        }
+        bytes.append(contentsOf: data)
+    }
+
+    /// The next complete line without its `\n` (and without a `\r` before it), or nil if none yet.
+    /// Empty lines are skipped.
+    mutating func nextLine() throws -> Data? {
+        while let newline = bytes[max(scanned, start)...].firstIndex(of: UInt8(ascii: "\n")) {
+            var end = newline
+            if end > start, bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            let line = Data(bytes[start..<end])
+            start = newline + 1
+            scanned = start
+            if !line.isEmpty { return line }
+        }
+        scanned = bytes.count
+        if bytes.count - start > maximumLineLength {
+            bytes.removeAll()
+            start = 0
+            scanned = 0
+            throw LineTooLong()
+        }
+        return nil
+    }
+}
