@@ -1,0 +1,63 @@
+import ArgumentParser
+import TransferCore
+
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
+/// The `aftransfer` CLI: a thin client of `aftransferd`. It renders; the daemon decides.
+@main
+struct AFTransfer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "aftransfer",
+        abstract: "Background downloads and uploads, run by the aftransferd daemon.",
+        discussion: """
+            Options, global ones too, come after the subcommand: aftransfer list --json --home DIR. \
+            The daemon is started when no daemon answers (not with --no-autostart).
+            Exit status: 0 success; 1 a job failed or was cancelled; 2 bad usage or refused input; \
+            3 the daemon could not be reached or started; 124 wait --timeout ran out.
+            """,
+        version: AFTransferVersion.string,
+        subcommands: [
+            DownloadCommand.self, UploadCommand.self, ListCommand.self, StatusCommand.self,
+            WatchCommand.self, WaitCommand.self, PauseCommand.self, ResumeCommand.self,
+            CancelCommand.self, RetryCommand.self, RemoveCommand.self, CurlCommand.self,
+            DaemonCommand.self,
+        ])
+
+    /// Parses, runs, and maps every error to the SPEC's exit statuses.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            exit(for: error)
+        }
+        Glibc.exit(0)
+    }
+
+    /// Prints `error` and exits with its status: ``CLIFailure``'s own, the RPC error table's,
+    /// 3 for an unreachable daemon, 2 for usage errors (argument-parser's default would be 64).
+    static func exit(for error: Error) -> Never {
+        switch error {
+        case let failure as CLIFailure:
+            if let message = failure.message { Console.error(message) }
+            Glibc.exit(failure.status)
+        case let error as RPCError:
+            Console.error(error.message)
+            Glibc.exit(error.exitStatus)
+        case let error as ClientError:
+            Console.error(error.description)
+            Glibc.exit(error.exitStatus)
+        case let error as DaemonLauncher.LaunchError:
+            Console.error(error.message)
+            Glibc.exit(error.exitStatus)
+        default:
+            if exitCode(for: error) == .validationFailure {
+                Console.write(fullMessage(for: error) + "\n", to: .stderr)
+                Glibc.exit(CLIFailure.usage)
+            }
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import ArgumentParser
+import TransferCore
+
+/// `aftransfer status ID [--json]`.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show one job: progress, error, retries, and its attempts.")
+
+    @Argument(help: "The job's id.")
+    var id: Int64
+
+    @Flag(help: "Print the job object as JSON.")
+    var json = false
+
+    @OptionGroup(title: "Global options")
+    var global: GlobalOptions
+
+    func run() throws {
+        let client = try global.connect()
+        let result = try client.call(method: RPCMethod.get, params: JSONValue(encoding: GetParams(id: id)))
+        if json {
+            try JSONOutput.print(result)
+        } else {
+            Console.out(JobSummary.lines(try result.decode(as: JobSnapshot.self)).joined(separator: "\n"))
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import TransferCore
+
+/// `aftransfer upload FILE URL …` and `aftransfer upload --form NAME=@FILE … URL …`.
+struct UploadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Queue an upload and print its id.",
+        usage: """
+            aftransfer upload <file> <url> [--method PUT|POST] [--response <file>] [<options>]
+            aftransfer upload --form NAME=@FILE[;type=MIME][;filename=NAME] --form NAME=VALUE... <url> [<options>]
+            """,
+        discussion: """
+            A file upload streams FILE with PUT (default) or POST. --form builds a \
+            multipart/form-data body (POST by default) of text fields and files streamed from disk. \
+            The response is kept with the job (see status --json) unless --response saves it.
+            """)
+
+    @Argument(help: "The file to send (omitted with --form).")
+    var file: String?
+
+    @Argument(help: "The URL (http or https).")
+    var url: String?
+
+    /// The positional arguments given: `FILE URL`, or only `URL` with `--form`.
+    private var positionals: [String] { [file, url].compactMap { $0 } }
+
+    @Option(
+        name: .customLong("form"),
+        help: ArgumentHelp(
+            "A multipart part: NAME=@FILE[;type=MIME][;filename=NAME] or NAME=VALUE (repeatable).", valueName: "part"))
+    var form: [String] = []
+
+    @Option(help: ArgumentHelp("PUT or POST.", valueName: "method"))
+    var method: String?
+
+    @Option(help: ArgumentHelp("Save the response body to this file.", valueName: "file"))
+    var response: String?
+
+    @OptionGroup(title: "Transfer options")
+    var transfer: TransferOptions
+
+    @OptionGroup(title: "Global options")
+    var global: GlobalOptions
+
+    func validate() throws {
+        if form.isEmpty {
+            guard positionals.count == 2 else {
+                throw ValidationError("expected a FILE and a URL (or --form parts and a URL).")
+            }
+        } else {
+            guard positionals.count == 1 else { throw ValidationError("with --form, give only the URL.") }
+        }
+        if let method, !["PUT", "POST"].contains(method.uppercased()) {
+            throw ValidationError("--method must be PUT or POST.")
+        }
+    }
+
+    func run() throws {
+        var request = TransferRequest(url: positionals[positionals.count - 1])
+        request.kind = "upload"
+        request.method = method?.uppercased()
+        if form.isEmpty {
+            request.source = Paths.absolute(positionals[0])
+        } else {
+            request.form = try form.map { spec in
+                do {
+                    switch try FormPart.parse(spec) {
+                    case .field:
+                        return spec
+                    case .file(let name, let path, let contentType, let filename):
+                        return FormPart.file(
+                            name: name, path: Paths.absolute(path), contentType: contentType, filename: filename
+                        ).spec
+                    }
+                } catch let error as RPCError {
+                    throw CLIFailure.usage(error.message)
+                }
+            }
+        }
+        request.response = response.map(Paths.absolute)
+        transfer.apply(to: &request)
+        try Submission(items: [Submission.Item(origin: nil, request: request)], options: transfer, global: global).run()
+    }
+}

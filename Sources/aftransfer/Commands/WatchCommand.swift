@@ -1,0 +1,43 @@
+import ArgumentParser
+import TransferCore
+
+/// `aftransfer watch [ID...]`: live progress bars on stdout until those jobs end.
+struct WatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Show live progress until the jobs end (all unfinished jobs when no ids are given).",
+        discussion: "Exits 0 when every job completed, 1 when one failed or was cancelled.")
+
+    @Argument(help: "The jobs' ids.")
+    var ids: [Int64] = []
+
+    @OptionGroup(title: "Global options")
+    var global: GlobalOptions
+
+    func run() throws {
+        let client = try global.connect()
+        let jobs: [JobSnapshot]
+        if ids.isEmpty {
+            jobs = try client.call(method: RPCMethod.list, params: ListParams(), as: [JobSnapshot].self)
+                .filter { !$0.state.isFinal }
+            if jobs.isEmpty {
+                Console.out("No unfinished jobs.")
+                return
+            }
+        } else {
+            jobs = try ids.map {
+                try client.call(method: RPCMethod.get, params: GetParams(id: $0), as: JobSnapshot.self)
+            }
+        }
+        let follower = JobFollower(client: client, jobs: jobs)
+        let renderer = ProgressRenderer(stream: .stdout)
+        do {
+            _ = try follower.follow { renderer.update($0.jobs, gone: $0.gone) }
+        } catch {
+            renderer.abandon()
+            throw error
+        }
+        renderer.finish(follower.jobs, gone: follower.gone)
+        if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
+    }
+}

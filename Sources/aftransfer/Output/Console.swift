@@ -1,0 +1,62 @@
+import Foundation
+
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
+/// Where the CLI writes: stdout for results (ids, JSON, tables), stderr for messages and `--wait`
+/// progress.
+enum Console {
+    /// One of the two output streams.
+    enum Stream {
+        case stdout
+        case stderr
+
+        /// The file descriptor.
+        var fd: Int32 { self == .stdout ? STDOUT_FILENO : STDERR_FILENO }
+
+        /// Whether the stream is a terminal (bars and colors only there).
+        var isTerminal: Bool { isatty(fd) == 1 }
+
+        /// The terminal's width in columns, or nil when not a terminal.
+        var columns: Int? {
+            var size = winsize()
+            guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+            return Int(size.ws_col)
+        }
+
+        /// The terminal's height in rows, or nil when not a terminal.
+        var rows: Int? {
+            var size = winsize()
+            guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return nil }
+            return Int(size.ws_row)
+        }
+    }
+
+    /// Writes `text` followed by a newline to stdout and flushes.
+    static func out(_ text: String) {
+        write(text + "\n", to: .stdout)
+    }
+
+    /// Writes `aftransfer: text` followed by a newline to stderr.
+    static func error(_ text: String) {
+        write("aftransfer: " + text + "\n", to: .stderr)
+    }
+
+    /// Writes `text` as is (no newline added), straight to the file descriptor: nothing is
+    /// buffered, so an id printed before a long `--wait` reaches a pipe at once.
+    static func write(_ text: String, to stream: Stream) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in
+                Glibc.write(stream.fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+            }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return  // a closed pipe or a full disk: nothing better to do than stop writing
+            }
+            offset += n
+        }
+    }
+}

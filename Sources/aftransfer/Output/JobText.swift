@@ -1,0 +1,71 @@
+import Foundation
+import TransferCore
+
+/// Short texts about a job, shared by the table, the status summary and the progress bars.
+enum JobText {
+    /// Where the job's data is: a download's destination (its URL until the name is known), an
+    /// upload's URL.
+    static func target(_ job: JobSnapshot) -> String {
+        if job.kind == "download", let destination = job.destination { return destination }
+        return job.url
+    }
+
+    /// The last path component of the target, for one-line displays.
+    static func name(_ job: JobSnapshot) -> String {
+        if job.kind == "download", let destination = job.destination {
+            return (destination as NSString).lastPathComponent
+        }
+        if let url = URL(string: job.url), !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" {
+            return url.lastPathComponent
+        }
+        return job.url
+    }
+
+    /// `12.3 MiB/27.0 MiB`, or `12.3 MiB` while the total is unknown.
+    static func amount(_ job: JobSnapshot) -> String {
+        guard let total = job.total else { return HumanFormat.bytes(job.bytes) }
+        return HumanFormat.bytes(job.bytes) + "/" + HumanFormat.bytes(total)
+    }
+
+    /// The fraction done, from `fraction` or else bytes and total; nil while unknown.
+    static func fraction(_ job: JobSnapshot) -> Double? {
+        if let fraction = job.fraction { return fraction }
+        if let total = job.total, total > 0 { return Double(job.bytes) / Double(total) }
+        return nil
+    }
+
+    /// `code: message` of the job's error, or nil.
+    static func error(_ job: JobSnapshot) -> String? {
+        guard let error = job.error else { return nil }
+        return error.code.rawValue + ": " + error.message
+    }
+
+    /// Why and until when a waiting job waits: `offline` or `backoff, retry in 3s`; nil otherwise.
+    static func waiting(_ job: JobSnapshot) -> String? {
+        guard job.state == .waiting else { return nil }
+        switch job.waitReason {
+        case "offline"?:
+            return "offline, until the network returns"
+        case let reason?:
+            if let next = job.nextRetryAt, let seconds = secondsUntil(next) {
+                return reason + ", retry in " + HumanFormat.duration(max(seconds, 0))
+            }
+            return reason
+        case nil:
+            return nil
+        }
+    }
+
+    /// Seconds from now until an RFC 3339 time (negative when past), or nil if it does not parse.
+    static func secondsUntil(_ timestamp: String) -> Double? {
+        date(timestamp)?.timeIntervalSinceNow
+    }
+
+    /// Parses an RFC 3339 UTC time, with or without fractional seconds.
+    static func date(_ timestamp: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: timestamp) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: timestamp)
+    }
+}

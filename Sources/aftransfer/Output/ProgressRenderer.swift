@@ -1,0 +1,182 @@
+import Foundation
+import TransferCore
+
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
+/// Draws the progress of a few jobs: on a terminal, one bar a job redrawn in place (at most
+/// ``maximumRedrawsPerSecond`` times a second); elsewhere, plain lines (one per state change, and
+/// at most one a second per job while bytes flow).
+final class ProgressRenderer {
+    /// How to draw.
+    enum Style {
+        /// Bars redrawn in place with `\r` and cursor moves (terminals).
+        case bars
+        /// Appended lines (pipes and files).
+        case lines
+    }
+
+    /// The most redraws a second on a terminal.
+    static let maximumRedrawsPerSecond = 5.0
+    /// The least time between two plain progress lines of one job, in seconds.
+    static let lineInterval = 1.0
+
+    private let stream: Console.Stream
+    let style: Style
+    /// Whether bars end with the file name (not needed for one job the user just named).
+    private let showNames: Bool
+    private var drawnLines = 0
+    private var lastDraw = 0.0
+    private var lastStates: [Int64: String] = [:]
+    private var lastLine: [Int64: (time: Double, bytes: Int64)] = [:]
+
+    /// Creates a renderer for `stream`, drawing bars when it is a terminal.
+    /// - Parameters:
+    ///   - stream: where to draw.
+    ///   - showNames: whether each bar ends with the job's file name.
+    init(stream: Console.Stream, showNames: Bool = true) {
+        self.stream = stream
+        self.showNames = showNames
+        self.style = stream.isTerminal ? .bars : .lines
+    }
+
+    /// Shows the jobs' current state.
+    /// - Parameters:
+    ///   - jobs: the jobs, in display order.
+    ///   - gone: ids of jobs removed while followed.
+    ///   - force: redraw even if the last redraw was very recent.
+    func update(_ jobs: [JobSnapshot], gone: Set<Int64> = [], force: Bool = false) {
+        let now = Self.now()
+        let states = Dictionary(
+            uniqueKeysWithValues: jobs.map { ($0.id, gone.contains($0.id) ? "removed" : $0.state.rawValue) })
+        let stateChanged = states != lastStates
+        switch style {
+        case .bars:
+            guard force || stateChanged || now - lastDraw >= 1 / Self.maximumRedrawsPerSecond else { return }
+            drawBars(jobs, gone: gone)
+        case .lines:
+            for job in jobs {
+                let state = states[job.id] ?? ""
+                let previous = lastLine[job.id]
+                let changed = lastStates[job.id] != state
+                let moved =
+                    job.state == .running
+                    && previous.map { now - $0.time >= Self.lineInterval && $0.bytes != job.bytes } ?? true
+                guard changed || moved else { continue }
+                lastLine[job.id] = (now, job.bytes)
+                Console.write(Self.plainLine(job, gone: gone.contains(job.id)) + "\n", to: stream)
+            }
+        }
+        lastStates = states
+        lastDraw = now
+    }
+
+    /// Draws the final state and leaves the cursor on a fresh line.
+    func finish(_ jobs: [JobSnapshot], gone: Set<Int64> = []) {
+        update(jobs, gone: gone, force: true)
+        if style == .bars, drawnLines > 0 {
+            Console.write("\n", to: stream)
+            drawnLines = 0
+        }
+    }
+
+    /// Leaves the cursor on a fresh line after an error, so that its message starts a line.
+    func abandon() {
+        if style == .bars, drawnLines > 0 {
+            Console.write("\n", to: stream)
+            drawnLines = 0
+        }
+    }
+
+    // MARK: - Bars
+
+    private func drawBars(_ jobs: [JobSnapshot], gone: Set<Int64>) {
+        let columns = max((stream.columns ?? 80) - 1, 20)
+        let maxLines = max((stream.rows ?? 25) - 1, 1)
+        var lines = jobs.prefix(jobs.count > maxLines ? maxLines - 1 : maxLines).map {
+            Self.barLine($0, gone: gone.contains($0.id), columns: columns, showName: showNames)
+        }
+        if jobs.count > lines.count { lines.append("… and \(jobs.count - lines.count) more") }
+
+        var text = "\r"
+        if drawnLines > 1 { text += "\u{1B}[\(drawnLines - 1)A" }
+        text += lines.map { Self.truncate($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
+        if lines.count < drawnLines { text += "\u{1B}[J" }
+        Console.write(text, to: stream)
+        drawnLines = lines.count
+    }
+
+    /// One job's bar: `#12 [=====>    ]  45%  12.3 MiB/27.0 MiB  4.5 MiB/s  ETA 3s  name`.
+    static func barLine(_ job: JobSnapshot, gone: Bool, columns: Int, showName: Bool) -> String {
+        let head = "#\(job.id) "
+        let name = showName ? "  " + JobText.name(job) : ""
+        guard !gone else { return head + "removed" + name }
+        switch job.state {
+        case .running:
+            let stats = statistics(job, aligned: true)
+            if let fraction = JobText.fraction(job) {
+                let free = columns - head.count - stats.count - min(name.count, 22) - 2
+                let width = min(max(free, 10), 40)
+                let filled = Int((min(max(fraction, 0), 1) * Double(width)).rounded(.down))
+                var bar = String(repeating: "=", count: filled)
+                if filled < width { bar += ">" + String(repeating: " ", count: width - filled - 1) }
+                return head + "[" + bar + "]" + stats + name
+            }
+            return head + "running " + stats + name
+        default:
+            return head + stateText(job, gone: false) + name
+        }
+    }
+
+    /// One job as a plain line: `12 running 45% 12.3 MiB/27.0 MiB 4.5 MiB/s ETA 3s name`.
+    static func plainLine(_ job: JobSnapshot, gone: Bool) -> String {
+        let name = "  " + JobText.name(job)
+        if !gone, job.state == .running { return "\(job.id) running " + statistics(job) + name }
+        return "\(job.id) " + stateText(job, gone: gone) + name
+    }
+
+    /// `  45%  12.3 MiB/27.0 MiB  4.5 MiB/s  ETA 3s` (the percent only when known), padded to
+    /// fixed widths when `aligned` so that a redrawn bar does not jump.
+    private static func statistics(_ job: JobSnapshot, aligned: Bool = false) -> String {
+        func pad(_ text: String, _ width: Int) -> String {
+            aligned && text.count < width ? String(repeating: " ", count: width - text.count) + text : text
+        }
+        var parts: [String] = []
+        if let fraction = JobText.fraction(job) { parts.append(pad(HumanFormat.percent(fraction), 4)) }
+        let amount = pad(HumanFormat.bytes(job.bytes), 10) + (job.total.map { "/" + HumanFormat.bytes($0) } ?? "")
+        parts.append(amount)
+        parts.append(pad(HumanFormat.rate(job.rate), 12))
+        parts.append("ETA " + pad(HumanFormat.duration(job.eta), 5))
+        return " " + parts.joined(separator: "  ")
+    }
+
+    /// A job that is not running: its state, what it has, and why it stopped or waits.
+    private static func stateText(_ job: JobSnapshot, gone: Bool) -> String {
+        if gone { return "removed" }
+        switch job.state {
+        case .completed:
+            return "completed  " + HumanFormat.bytes(job.bytes)
+        case .failed:
+            return "failed  " + (JobText.error(job) ?? "")
+        case .waiting:
+            var text = "waiting (" + (JobText.waiting(job) ?? "retry") + ")  " + JobText.amount(job)
+            if let error = JobText.error(job) { text += "  " + error }
+            return text
+        case .paused, .queued, .cancelled, .running:
+            if job.bytes > 0 || job.total != nil { return job.state.rawValue + "  " + JobText.amount(job) }
+            return job.state.rawValue
+        }
+    }
+
+    private static func truncate(_ line: String, to columns: Int) -> String {
+        guard line.count > columns else { return line }
+        return String(line.prefix(max(columns - 1, 0))) + "…"
+    }
+
+    private static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
