@@ -75,6 +75,7 @@ final class DownloadTask: TransferTask {
             let remote = contentRange()?.total ?? record.total
             if remote == offset {
                 wholeAlready = true
+                total = remote
             } else {
                 // The part is longer than the remote file: its content changed.
                 resetToZero()

@@ -320,7 +320,14 @@ public final class Engine {
     /// Records a durable offset, unless the part was reset since the sync began.
     func recordCheckpoint(_ id: Int64, generation: Int, offset: Int64) {
         guard generations[id, default: 0] == generation else { return }
-        updateRecord(id) { $0.durableBytes = offset }
+        updateRecord(id) { r in
+            r.durableBytes = offset
+            // Keep the open attempt's byte count current, so a crash leaves a true history.
+            if var last = r.history.popLast() {
+                if last.endedAt == nil { last.bytes = offset }
+                r.history.append(last)
+            }
+        }
     }
 
     private func onTick() {
