@@ -45,6 +45,8 @@ final class DownloadTask: TransferTask {
         }
     }
 
+    override var overriddenHeaders: [String] { ["accept-encoding", "range", "if-range"] }
+
     override func extraHeaders() -> [String] {
         var h = ["Accept-Encoding: identity"]
         if offset > 0 {
@@ -188,6 +190,9 @@ final class DownloadTask: TransferTask {
         return n
     }
 
+    /// The offset of the last checkpoint asked for.
+    private(set) var checkpointRequestedAt: Int64 = -1
+
     /// Makes the bytes so far durable, then records the offset (bytes before bookkeeping).
     func checkpoint(then: (() -> Void)? = nil) {
         guard let part else {
@@ -195,6 +200,7 @@ final class DownloadTask: TransferTask {
             return
         }
         let at = bytes
+        checkpointRequestedAt = at
         let gen = engine.checkpointGeneration(jobId)
         part.sync { ok in
             if ok { self.engine.recordCheckpoint(self.jobId, generation: gen, offset: at) }

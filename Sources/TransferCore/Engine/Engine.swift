@@ -342,7 +342,7 @@ public final class Engine {
         if Double(now - lastCheckpointAt) >= config.checkpointInterval * 1000 {
             lastCheckpointAt = now
             for (_, t) in tasks where t.isInMulti {
-                if let d = t as? DownloadTask, d.bytes > (d.record.durableBytes) { d.checkpoint() }
+                if let d = t as? DownloadTask, d.bytes != d.checkpointRequestedAt { d.checkpoint() }
             }
         }
     }

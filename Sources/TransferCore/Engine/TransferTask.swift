@@ -72,8 +72,10 @@ open class TransferTask {
     func prepare() throws {}
     /// Adds body handling to a freshly configured handle.
     func configureBody(_ easy: CurlEasy) {}
-    /// Extra request headers for this hop.
+    /// Extra request headers for this hop; they replace user headers of the same name.
     func extraHeaders() -> [String] { [] }
+    /// Lowercase names of user headers this kind of transfer never sends (it controls them).
+    var overriddenHeaders: [String] { [] }
     /// Whether this is an upload (redirect rules, rate option).
     var isUpload: Bool { false }
     /// Called once the final (non-redirect) response's headers are complete.
@@ -128,13 +130,16 @@ open class TransferTask {
             e.set(CURLOPT_SSL_VERIFYHOST, 0)
         }
         if req.pinCert != nil { e.set(CURLOPT_CERTINFO, 1) }
+        let extra = extraHeaders()
+        let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overriddenHeaders)
         var lines: [String] = []
         for h in req.headers ?? [] {
             guard let f = try? HeaderField.parse(h) else { continue }
             if !sendCredentials && f.isSecret { continue }
+            if owned.contains(f.name.lowercased()) { continue }
             lines.append("\(f.name): \(f.value)")
         }
-        lines.append(contentsOf: extraHeaders())
+        lines.append(contentsOf: extra)
         e.setHeaders(lines)
         configureBody(e)
         if !e.refusedOptions.isEmpty {
