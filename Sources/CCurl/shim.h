@@ -9,6 +9,7 @@ typedef int (*aft_curl_xferinfo_cb)(void *clientp, curl_off_t dltotal, curl_off_
                                     curl_off_t ultotal, curl_off_t ulnow);
 typedef int (*aft_curl_socket_cb)(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
 typedef int (*aft_curl_timer_cb)(CURLM *multi, long timeout_ms, void *userp);
+typedef int (*aft_curl_seek_cb)(void *userp, curl_off_t offset, int origin);
 
 static inline CURLcode aft_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode aft_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -17,6 +18,7 @@ static inline CURLcode aft_easy_setopt_pointer(CURL *h, CURLoption o, void *v) {
 static inline CURLcode aft_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode aft_easy_setopt_data_cb(CURL *h, CURLoption o, aft_curl_data_cb v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode aft_easy_setopt_xferinfo_cb(CURL *h, aft_curl_xferinfo_cb v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
+static inline CURLcode aft_easy_setopt_seek_cb(CURL *h, aft_curl_seek_cb v) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, v); }
 
 static inline CURLcode aft_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode aft_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }

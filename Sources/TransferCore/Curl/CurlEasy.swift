@@ -52,6 +52,11 @@ public final class CurlEasy {
         if aft_easy_setopt_data_cb(handle, option, callback) != CURLE_OK { failed.append("\(option.rawValue)") }
     }
 
+    /// Sets the seek callback (CURLOPT_SEEKFUNCTION), with which libcurl rewinds an upload's body.
+    public func setSeekFunction(_ callback: aft_curl_seek_cb) {
+        if aft_easy_setopt_seek_cb(handle, callback) != CURLE_OK { failed.append("SEEKFUNCTION") }
+    }
+
     /// Sets the request headers (each `Name: value`).
     public func setHeaders(_ lines: [String]) {
         if let headerList { curl_slist_free_all(headerList) }
