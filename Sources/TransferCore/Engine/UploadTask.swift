@@ -1,10 +1,375 @@
 import CCurl
 import Foundation
 
-/// One attempt of an upload (SPEC "Uploads"). Not built yet: fails without retry.
+/// One attempt of an upload (SPEC "Uploads"): a file, or a multipart/form-data body built by
+/// ``MultipartFormData``, streamed from disk through `CURLOPT_READFUNCTION` with a
+/// `Content-Length`, hashed as it is sent; the response validated (2xx) and its body saved to
+/// `--response FILE` (through `FILE.aftpart` and a rename) or kept with the job (64 KiB).
+///
+/// Every attempt and every redirect hop (307/308) sends the payload from byte 0. The sources are
+/// checked against their size and mtime at enqueue before each attempt, when each file is opened
+/// and after it was read: a difference is `source_changed`, which is not retried.
+/// Loop-thread only.
 final class UploadTask: TransferTask {
+    /// How much of a response body is kept with the job when it is not saved to a file.
+    static let keptResponseBytes = 64 * 1024
+    /// libcurl's upload buffer: how much one read callback may fill.
+    static let uploadBufferSize = 512 * 1024
+
+    /// The payload of this attempt.
+    private var body: UploadBodyStream?
+    /// The request's `Content-Type`.
+    private var contentType = MIMEType.fallback
+    private var hasher = Sha256()
+    /// `--response FILE`, written through `FILE.aftpart`.
+    private var responsePart: PartFile?
+    /// Whether the current response's body goes to ``responsePart``.
+    private var bodyToFile = false
+    /// Whether the current response is the final one (its body is captured at all).
+    private var keepBody = false
+    private var responseBytes: Int64 = 0
+    /// The first ``keptResponseBytes`` of the response body, when it is not saved to a file.
+    private var keptBody = Data()
+
     override var isUpload: Bool { true }
+
+    // MARK: - Sources
+
+    /// What `transfer.add` records about an upload's sources (SPEC "Uploads": "If the source file
+    /// changed (size or mtime) since enqueue, the job fails with `source_changed`").
+    struct SourceInfo {
+        /// The job's `destination`: the source file, nil for a multipart form.
+        var path: String?
+        /// The file's size; for a form, the sum of its files' sizes.
+        var size: Int64
+        /// The file's mtime; for a form, the latest mtime of its files (nil without files).
+        var modificationTime: Double?
+        /// The payload's length (the whole encoded body of a form).
+        var payloadLength: Int64
+    }
+
+    /// The seconds since 1970 of a `stat`'s mtime, computed the same way everywhere so that
+    /// stored values compare equal.
+    static func modificationTime(_ st: stat) -> Double {
+        Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+    }
+
+    /// Stats an upload's sources at enqueue (the request is already validated).
+    ///
+    /// - Throws: `RPCError.refusedInput(.invalidRequest, …)` if a file cannot be looked at.
+    static func inspectSources(of request: TransferRequest) throws -> SourceInfo {
+        if let form = request.form {
+            let parts = try form.map(FormPart.parse)
+            var size: Int64 = 0
+            var mtime: Double?
+            var lengths: [Int64] = []
+            for case .file(let name, let path, _, _) in parts {
+                let st = try statForEnqueue(path, field: "form \(name)")
+                size += Int64(st.st_size)
+                lengths.append(Int64(st.st_size))
+                mtime = max(mtime ?? -.infinity, modificationTime(st))
+            }
+            // The encoded length depends on the boundary's length only, which is fixed.
+            let payload = makeForm(parts, fileLengths: lengths, boundary: MultipartFormData.randomBoundary())
+            return SourceInfo(path: nil, size: size, modificationTime: mtime, payloadLength: payload.contentLength)
+        }
+        guard let source = request.source else {
+            throw RPCError.refusedInput(.invalidRequest, "source: an upload needs a source file or form parts")
+        }
+        let st = try statForEnqueue(source, field: "source")
+        return SourceInfo(
+            path: source, size: Int64(st.st_size), modificationTime: modificationTime(st),
+            payloadLength: Int64(st.st_size))
+    }
+
+    private static func statForEnqueue(_ path: String, field: String) throws -> stat {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw RPCError.refusedInput(.invalidRequest, "\(field): cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        return st
+    }
+
+    private static func makeForm(_ parts: [FormPart], fileLengths: [Int64], boundary: String) -> MultipartFormData {
+        let form = MultipartFormData(boundary: boundary)
+        var lengths = fileLengths.makeIterator()
+        for part in parts {
+            if case .file = part {
+                form.append(part, fileLength: lengths.next() ?? 0)
+            } else {
+                form.append(part)
+            }
+        }
+        return form
+    }
+
+    /// Stats a source before an attempt: a missing file is `source_changed` (it was there at
+    /// enqueue), another failure `io`.
+    private func statSource(_ path: String) throws -> stat {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            let e = errno
+            if e == ENOENT || e == ENOTDIR {
+                throw TransferError(.sourceChanged, "\(path) no longer exists", retryable: false)
+            }
+            throw FileErrors.error(e, "cannot read \(path)")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw TransferError(.sourceChanged, "\(path) is no longer a regular file", retryable: false)
+        }
+        return st
+    }
+
+    private func sourceChanged(_ what: String) -> TransferError {
+        TransferError(.sourceChanged, "\(what) changed since the upload was queued", retryable: false)
+    }
+
+    // MARK: - Preparing
+
     override func prepare() throws {
-        throw TransferError(.invalidRequest, "uploads are not implemented yet", retryable: false)
+        let req = record.request
+        let userType = (req.headers ?? []).compactMap { try? HeaderField.parse($0) }
+            .last(where: { $0.name.lowercased() == "content-type" })?.value
+        if let form = req.form {
+            let parts = try form.map { spec -> FormPart in
+                do { return try FormPart.parse(spec) } catch {
+                    throw TransferError(.invalidRequest, "form: cannot parse \(spec)", retryable: false)
+                }
+            }
+            var lengths: [Int64] = []
+            var times: [String: Double] = [:]
+            var size: Int64 = 0
+            var latest: Double?
+            for case .file(_, let path, _, _) in parts {
+                let st = try statSource(path)
+                let mtime = Self.modificationTime(st)
+                lengths.append(Int64(st.st_size))
+                times[path] = mtime
+                size += Int64(st.st_size)
+                latest = max(latest ?? -.infinity, mtime)
+            }
+            if let recorded = record.sourceSize, recorded != size { throw sourceChanged("a file of the form") }
+            if let recorded = record.sourceMtime, recorded != latest { throw sourceChanged("a file of the form") }
+            let multipart = Self.makeForm(parts, fileLengths: lengths, boundary: MultipartFormData.randomBoundary())
+            body = UploadBodyStream(segments: multipart.segments, modificationTimes: times)
+            // A user's multipart type keeps its name and gets our boundary, as curl does.
+            if let userType, userType.lowercased().hasPrefix("multipart/") {
+                contentType = "\(userType); boundary=\(multipart.boundary)"
+            } else {
+                contentType = multipart.contentType
+            }
+        } else if let source = req.source {
+            let st = try statSource(source)
+            let mtime = Self.modificationTime(st)
+            if let recorded = record.sourceSize, recorded != Int64(st.st_size) { throw sourceChanged(source) }
+            if let recorded = record.sourceMtime, recorded != mtime { throw sourceChanged(source) }
+            body = UploadBodyStream(
+                segments: [.file(path: source, length: Int64(st.st_size))], modificationTimes: [source: mtime])
+            contentType = userType ?? MIMEType.guess(forPath: source)
+        } else {
+            throw TransferError(.invalidRequest, "an upload needs a source file or form parts", retryable: false)
+        }
+        if let path = req.response { try openResponsePart(path) }
+        let length = body?.length ?? 0
+        bytes = 0
+        total = length
+        if record.total != length, let r = engine.updateRecord(jobId, { $0.total = length }) { refresh(r) }
+    }
+
+    /// Opens `--response FILE`'s part, empty; refuses an existing file without `--replace`.
+    private func openResponsePart(_ path: String) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue || record.request.replace != true {
+            throw TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
+        }
+        let part = try PartFile(loop: engine.loop, path: DownloadTask.partPath(path), mode: engine.config.fileMode)
+        responsePart = part
+        let rc = part.truncate(to: 0)
+        if rc != 0 { throw FileErrors.error(rc, "cannot truncate \(part.path)") }
+    }
+
+    override func extraHeaders() -> [String] {
+        // An empty Expect: no 100-continue round trip before the body.
+        ["Expect:", "Content-Type: \(contentType)"]
+    }
+
+    // MARK: - Sending
+
+    override func configureBody(_ easy: CurlEasy) {
+        // Every hop sends the payload from byte 0.
+        restartPayload()
+        keepBody = false
+        bodyToFile = false
+        responseBytes = 0
+        keptBody = Data()
+        _ = responsePart?.truncate(to: 0)
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let length = body?.length ?? 0
+        easy.set(CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferSize)
+        easy.set(CURLOPT_READDATA, pointer: me)
+        easy.set(CURLOPT_READFUNCTION, callback: { ptr, size, n, ud in
+            guard let ptr, let ud else { return Int(CURL_READFUNC_ABORT) }
+            let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
+            return t.supply(UnsafeMutableRawPointer(ptr), size * n)
+        })
+        easy.set(CURLOPT_SEEKDATA, pointer: me)
+        easy.setSeekFunction { ud, offset, origin in
+            guard let ud else { return Int32(CURL_SEEKFUNC_FAIL) }
+            let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
+            return t.seek(to: Int64(offset), origin: origin)
+        }
+        easy.set(CURLOPT_WRITEDATA, pointer: me)
+        easy.set(CURLOPT_WRITEFUNCTION, callback: { ptr, size, n, ud in
+            guard let ptr, let ud else { return 0 }
+            let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
+            return t.receive(UnsafeRawPointer(ptr), size * n)
+        })
+        switch record.method {
+        case "POST":
+            easy.set(CURLOPT_POST, 1)
+            easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: length)
+        case "PUT":
+            easy.set(CURLOPT_UPLOAD, 1)
+            easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
+        default:
+            easy.set(CURLOPT_UPLOAD, 1)
+            easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
+            easy.set(CURLOPT_CUSTOMREQUEST, record.method)
+        }
+    }
+
+    /// Back to byte 0: the stream, the digest and the progress.
+    private func restartPayload() {
+        body?.rewind()
+        hasher = Sha256()
+        bytes = 0
+    }
+
+    /// The read callback: fills libcurl's buffer from the payload and hashes what it gave.
+    private func supply(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        guard let body else { return 0 }
+        do {
+            let n = try body.read(into: buffer, count: count)
+            if n > 0 {
+                hasher.update(buffer, n)
+                progressed(to: body.position)
+            }
+            return n
+        } catch {
+            abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+            return Int(CURL_READFUNC_ABORT)
+        }
+    }
+
+    /// The seek callback: libcurl rewinds the body to resend it (a dead reused connection).
+    private func seek(to offset: Int64, origin: Int32) -> Int32 {
+        guard offset == 0, origin == SEEK_SET else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+        restartPayload()
+        return Int32(CURL_SEEKFUNC_OK)
+    }
+
+    // MARK: - The response
+
+    override func responseHeadersComplete() {
+        keepBody = true
+        bodyToFile = responsePart != nil && (200..<300).contains(status ?? 0)
+    }
+
+    /// The write callback: the final response's body, to the response file or kept (64 KiB).
+    private func receive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
+        guard keepBody else { return n }
+        if bodyToFile, let part = responsePart {
+            let rc = part.append(p, n, at: responseBytes)
+            if rc != 0 {
+                abortError = FileErrors.error(rc, "cannot write \(part.path)")
+                return 0
+            }
+        } else if keptBody.count < Self.keptResponseBytes {
+            let take = min(n, Self.keptResponseBytes - keptBody.count)
+            keptBody.append(p.assumingMemoryBound(to: UInt8.self), count: take)
+        }
+        responseBytes += Int64(n)
+        return n
+    }
+
+    /// Keeps the final response's status, headers and (unless saved to a file) body with the job.
+    private func storeResponse() {
+        guard keepBody, let s = status else { return }
+        var fields: [String: String] = [:]
+        for (name, value) in headers {
+            fields[name] = fields[name].map { "\($0), \(value)" } ?? value
+        }
+        let info = ResponseInfo(
+            status: s, headers: fields, body: bodyToFile ? "" : String(decoding: keptBody, as: UTF8.self))
+        if let r = engine.updateRecord(jobId, { $0.response = info }) { refresh(r) }
+    }
+
+    // MARK: - Finishing
+
+    override func complete(report: @escaping (AttemptOutcome) -> Void) {
+        storeResponse()
+        let s = status ?? 0
+        guard (200..<300).contains(s) else {
+            complete(failure: RetryPolicy.error(forHTTPStatus: s))
+            return
+        }
+        if let t = total, bytes != t {
+            complete(
+                failure: TransferError(.network, "the server answered after \(bytes) of \(t) bytes were sent", retryable: true))
+            return
+        }
+        body?.close()
+        let digest = hasher.finalizeHex()
+        guard let part = responsePart, let path = record.request.response else {
+            report(.completed(sha256: digest))
+            return
+        }
+        responsePart = nil
+        part.sync { ok in
+            part.close()
+            guard ok else {
+                unlink(part.path)
+                report(.failed(TransferError(.io, "cannot sync \(part.path)", retryable: false), retryAfter: nil))
+                return
+            }
+            report(self.moveResponse(part.path, to: path, digest: digest))
+        }
+    }
+
+    /// Moves the saved response into place (respecting `--replace`) and syncs its directory.
+    private func moveResponse(_ part: String, to path: String, digest: String) -> AttemptOutcome {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue || record.request.replace != true {
+            unlink(part)
+            return .failed(TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false), retryAfter: nil)
+        }
+        if rename(part, path) != 0 {
+            let e = errno
+            unlink(part)
+            return .failed(FileErrors.error(e, "cannot move the response into \(path)"), retryAfter: nil)
+        }
+        _ = FileSync.syncDirectory((path as NSString).deletingLastPathComponent)
+        return .completed(sha256: digest)
+    }
+
+    /// Closes the payload and throws away a partial response file.
+    private func discard() {
+        body?.close()
+        if let part = responsePart {
+            unlink(part.path)
+            part.close()
+        }
+        responsePart = nil
+    }
+
+    override func failed(_ error: TransferError, then: @escaping () -> Void) {
+        discard()
+        then()
+    }
+
+    override func stopped(_ reason: StopReason, then: @escaping () -> Void) {
+        discard()
+        then()
     }
 }
