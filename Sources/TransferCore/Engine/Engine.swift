@@ -552,6 +552,7 @@ public final class Engine {
         var destination: String?
         var sourceSize: Int64?
         var sourceMtime: Double?
+        var total: Int64?
         if kind == "download" {
             if let dest = req.destination {
                 if let err = destinationConflict(dest, job: nil, replace: req.replace == true) {
@@ -559,19 +560,18 @@ public final class Engine {
                 }
                 destination = dest
             }
-        } else if let src = req.source {
-            var st = stat()
-            guard stat(src, &st) == 0 else {
-                throw RPCError.refusedInput(.invalidRequest, "cannot read \(src)")
-            }
-            destination = src
-            sourceSize = Int64(st.st_size)
-            sourceMtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+        } else {
+            // The file, or every file part of a form: size and mtime for source_changed.
+            let source = try UploadTask.inspectSources(of: req)
+            destination = source.path
+            sourceSize = source.size
+            sourceMtime = source.modificationTime
+            total = source.payloadLength
         }
         let now = Timestamp.now()
         let record = JobRecord(
             id: nil, kind: kind, url: req.url, method: req.method ?? (kind == "download" ? "GET" : "PUT"),
-            state: .queued, request: req, destination: destination, durableBytes: 0, total: nil, etag: nil,
+            state: .queued, request: req, destination: destination, durableBytes: 0, total: total, etag: nil,
             lastModified: nil, attempts: 0, retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil,
             nextRetryAt: nil, priority: req.priority ?? 0, finalizing: false, sha256: nil, sourceSize: sourceSize,
             sourceMtime: sourceMtime, response: nil, history: [], createdAt: now, updatedAt: now, completedAt: nil)
