@@ -17,7 +17,23 @@ final class DownloadTask: TransferTask {
     /// The suffix of part files.
     static let partSuffix = ".aftpart"
 
-    static func partPath(_ destination: String) -> String { destination + partSuffix }
+    /// The part file of a destination: `<destination>.aftpart`, or, when that name would pass
+    /// the 255-byte limit of a file name, a shortened name with a digest of the full one (still a
+    /// pure function of the destination, so recovery finds it).
+    static func partPath(_ destination: String) -> String {
+        let name = (destination as NSString).lastPathComponent
+        if name.utf8.count + partSuffix.utf8.count <= 255 { return destination + partSuffix }
+        let digest = Sha256()
+        let bytes = Array(name.utf8)
+        bytes.withUnsafeBytes { if let base = $0.baseAddress { digest.update(base, bytes.count) } }
+        var prefix = ""
+        for ch in name.unicodeScalars {
+            if prefix.utf8.count + String(ch).utf8.count > 200 { break }
+            prefix.unicodeScalars.append(ch)
+        }
+        let short = prefix + "." + digest.finalizeHex().prefix(16) + partSuffix
+        return ((destination as NSString).deletingLastPathComponent as NSString).appendingPathComponent(short)
+    }
 
     override func prepare() throws {
         if let dest = record.destination { try openPart(for: dest) }

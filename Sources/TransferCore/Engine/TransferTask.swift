@@ -118,6 +118,8 @@ open class TransferTask {
         })
         if let rate = req.limitRate.flatMap(RateParser.parse) {
             e.set(isUpload ? CURLOPT_MAX_SEND_SPEED_LARGE : CURLOPT_MAX_RECV_SPEED_LARGE, offset: rate)
+            // As the curl CLI does: a buffer no larger than a second's worth keeps the rate smooth.
+            if !isUpload { e.set(CURLOPT_BUFFERSIZE, Int(min(Int64(256 * 1024), max(1024, rate)))) }
         }
         if sendCredentials, let user = req.user {
             e.set(CURLOPT_USERPWD, user)
