@@ -82,7 +82,8 @@ public final class MultipartFormData {
     ///   - mimeType: The part's `Content-Type`; `nil` (default) sends none.
     public func append(_ data: Data, withName name: String, fileName: String? = nil, mimeType: String? = nil) {
         bodyParts.append(
-            BodyPart(headers: Self.partHeaders(name: name, fileName: fileName, mimeType: mimeType), content: .data(data)))
+            BodyPart(
+                headers: Self.partHeaders(name: name, fileName: fileName, mimeType: mimeType), content: .data(data)))
     }
 
     /// Appends a file part streamed from disk.

@@ -74,7 +74,8 @@ final class UploadBodyStream {
                 }
                 if n == 0 {
                     throw TransferError(
-                        .sourceChanged, "\(path) became shorter while it was sent (\(offsetInSegment) of \(fileLength) bytes)",
+                        .sourceChanged,
+                        "\(path) became shorter while it was sent (\(offsetInSegment) of \(fileLength) bytes)",
                         retryable: false)
                 }
                 advance(n)

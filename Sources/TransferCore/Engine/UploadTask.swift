@@ -85,7 +85,8 @@ final class UploadTask: TransferTask {
     private static func statForEnqueue(_ path: String, field: String) throws -> stat {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw RPCError.refusedInput(.invalidRequest, "\(field): cannot read \(path): \(String(cString: strerror(errno)))")
+            throw RPCError.refusedInput(
+                .invalidRequest, "\(field): cannot read \(path): \(String(cString: strerror(errno)))")
         }
         return st
     }
@@ -179,7 +180,9 @@ final class UploadTask: TransferTask {
     /// Opens `--response FILE`'s part, empty; refuses an existing file without `--replace`.
     private func openResponsePart(_ path: String) throws {
         var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue || record.request.replace != true {
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir),
+            isDir.boolValue || record.request.replace != true
+        {
             throw TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
         }
         let part = try PartFile(loop: engine.loop, path: DownloadTask.partPath(path), mode: engine.config.fileMode)
@@ -208,11 +211,13 @@ final class UploadTask: TransferTask {
         let length = body?.length ?? 0
         easy.set(CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferSize)
         easy.set(CURLOPT_READDATA, pointer: me)
-        easy.set(CURLOPT_READFUNCTION, callback: { ptr, size, n, ud in
-            guard let ptr, let ud else { return Int(CURL_READFUNC_ABORT) }
-            let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
-            return t.supply(UnsafeMutableRawPointer(ptr), size * n)
-        })
+        easy.set(
+            CURLOPT_READFUNCTION,
+            callback: { ptr, size, n, ud in
+                guard let ptr, let ud else { return Int(CURL_READFUNC_ABORT) }
+                let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
+                return t.supply(UnsafeMutableRawPointer(ptr), size * n)
+            })
         easy.set(CURLOPT_SEEKDATA, pointer: me)
         easy.setSeekFunction { ud, offset, origin in
             guard let ud else { return Int32(CURL_SEEKFUNC_FAIL) }
@@ -220,11 +225,13 @@ final class UploadTask: TransferTask {
             return t.seek(to: Int64(offset), origin: origin)
         }
         easy.set(CURLOPT_WRITEDATA, pointer: me)
-        easy.set(CURLOPT_WRITEFUNCTION, callback: { ptr, size, n, ud in
-            guard let ptr, let ud else { return 0 }
-            let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
-            return t.receive(UnsafeRawPointer(ptr), size * n)
-        })
+        easy.set(
+            CURLOPT_WRITEFUNCTION,
+            callback: { ptr, size, n, ud in
+                guard let ptr, let ud else { return 0 }
+                let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
+                return t.receive(UnsafeRawPointer(ptr), size * n)
+            })
         switch record.method {
         case "POST":
             easy.set(CURLOPT_POST, 1)
@@ -316,7 +323,8 @@ final class UploadTask: TransferTask {
         }
         if let t = total, bytes != t {
             complete(
-                failure: TransferError(.network, "the server answered after \(bytes) of \(t) bytes were sent", retryable: true))
+                failure: TransferError(
+                    .network, "the server answered after \(bytes) of \(t) bytes were sent", retryable: true))
             return
         }
         body?.close()
@@ -340,9 +348,12 @@ final class UploadTask: TransferTask {
     /// Moves the saved response into place (respecting `--replace`) and syncs its directory.
     private func moveResponse(_ part: String, to path: String, digest: String) -> AttemptOutcome {
         var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue || record.request.replace != true {
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir),
+            isDir.boolValue || record.request.replace != true
+        {
             unlink(part)
-            return .failed(TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false), retryAfter: nil)
+            return .failed(
+                TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false), retryAfter: nil)
         }
         if rename(part, path) != 0 {
             let e = errno
