@@ -544,9 +544,18 @@ class Handler(socketserver.BaseRequestHandler):
         if delay:
             STOP.wait(delay)
         auth = q.str("auth")
-        if auth is not None:
-            expected = "Basic " + base64.b64encode(auth.encode()).decode()
-            if self.headers.get("authorization") != expected:
+        auth_sha = q.str("authsha256")
+        if auth is not None or auth_sha is not None:
+            given = self.headers.get("authorization") or ""
+            if auth is not None:
+                ok = given == "Basic " + base64.b64encode(auth.encode()).decode()
+            else:
+                try:
+                    plain = base64.b64decode(given[6:], validate=True) if given.startswith("Basic ") else None
+                except ValueError:
+                    plain = None
+                ok = plain is not None and hashlib.sha256(plain).hexdigest() == auth_sha.lower()
+            if not ok:
                 return 401, [("WWW-Authenticate", 'Basic realm="faultserver"')], b"unauthorized\n"
         code = q.int("code", 302)
         chain = q.int("chain", 0)

@@ -1,0 +1,421 @@
+"""Downloads end to end (SPEC "Downloads", "The CLI"): real daemon, real CLI, real servers."""
+
+import json
+import os
+import re
+import time
+import unicodedata
+import urllib.parse
+
+import pytest
+
+from conftest import assert_job_schema, sha256_bytes, sha256_file, wait_until
+
+
+def spec_sanitize(name: str) -> str:
+    """SPEC's file-name sanitizing, as a reference for expected names."""
+    s = name.replace("/", "_").replace("\\", "_")
+    s = "".join(ch for ch in s if unicodedata.category(ch) != "Cc")
+    s = s.lstrip(". ")
+    s = s.encode()[:255].decode("utf-8", "ignore")
+    return "download" if s in ("", ".", "..") else s
+
+
+def no_part_files(directory) -> bool:
+    return not [p for p in os.listdir(directory) if p.endswith(".aftpart")]
+
+
+# MARK: - The basics
+
+
+def test_a_download_from_nginx_completes_with_the_exact_bytes(daemon, nginx):
+    digest = nginx.make_file("basic/five.bin", 5 * 1024 * 1024 + 17)
+    dest = daemon.work / "five.bin"
+    id = daemon.download(nginx.url("basic/five.bin"), "-o", dest)
+    job = daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == digest
+    assert_job_schema(job)
+    assert job["kind"] == "download" and job["method"] == "GET"
+    assert job["destination"] == str(dest)
+    assert job["bytes"] == job["total"] == 5 * 1024 * 1024 + 17
+    assert job["fraction"] == 1
+    assert job["sha256"] == digest
+    assert job["httpStatus"] == 200
+    assert job["error"] is None and job["completedAt"] is not None
+    assert job["rate"] == 0
+    assert job["attempts"] >= 1 and len(job["history"]) == job["attempts"]
+    assert no_part_files(daemon.work)
+
+
+def test_download_prints_the_new_jobs_id_alone_on_stdout(daemon, faultserver, key):
+    r = daemon.cli("download", faultserver.url(size=10, key=key), "-o", daemon.work / "a", check=0)
+    assert re.fullmatch(r"\d+\n?", r.out), f"stdout is not an id alone: {r.out!r}"
+    job = daemon.job(int(r.out))
+    assert job["id"] == int(r.out)
+
+
+def test_download_with_json_prints_the_job_object(daemon, faultserver, key):
+    dest = daemon.work / "j.bin"
+    job = daemon.cli_json("download", faultserver.url(size=1000, key=key), "-o", dest, "--json")
+    assert_job_schema(job)
+    assert job["kind"] == "download" and job["destination"] == str(dest)
+    assert job["state"] in ("queued", "running", "completed")
+    assert job["url"] == faultserver.url(size=1000, key=key)
+
+
+def test_download_wait_shows_progress_on_stderr_and_exits_0(daemon, faultserver, key):
+    dest = daemon.work / "w.bin"
+    r = daemon.cli("download", faultserver.url(size=300_000, seed=2, key=key, slow=300_000), "-o", dest,
+                   "--wait", check=0)
+    lines = r.out.splitlines()
+    assert lines and re.fullmatch(r"\d+", lines[0]), f"--wait must print the id first: {r}"
+    assert r.err.strip(), "--wait shows progress on stderr"
+    assert sha256_file(dest) == faultserver.sha256(300_000, 2)
+
+
+def test_download_wait_json_prints_only_the_final_job_object(daemon, faultserver, key):
+    dest = daemon.work / "wj.bin"
+    r = daemon.cli("download", faultserver.url(size=5000, seed=4, key=key), "-o", dest, "--wait", "--json",
+                   check=0)
+    job = json.loads(r.out)
+    assert_job_schema(job)
+    assert job["state"] == "completed" and job["sha256"] == faultserver.sha256(5000, 4)
+
+
+def test_download_wait_exits_1_when_the_job_fails(daemon, faultserver, key):
+    r = daemon.cli("download", faultserver.url(key=key, status=404), "-o", daemon.work / "nf", "--wait")
+    assert r.rc == 1, r
+
+
+def test_a_relative_output_path_is_resolved_against_the_cli_working_directory(daemon, faultserver, key, tmp_path):
+    cwd = daemon.work / "cwd"
+    (cwd / "sub").mkdir(parents=True)
+    id = daemon.download(faultserver.url(size=100, key=key), "-o", "sub/rel.bin", cwd=cwd)
+    job = daemon.wait_state(id, "completed")
+    assert job["destination"] == str(cwd / "sub" / "rel.bin")
+    assert (cwd / "sub" / "rel.bin").stat().st_size == 100
+
+
+def test_without_output_the_file_goes_to_the_working_directory(daemon, faultserver, key):
+    cwd = daemon.work / "here"
+    cwd.mkdir()
+    id = daemon.download(faultserver.url("/files/report.bin", size=123, key=key), cwd=cwd)
+    job = daemon.wait_state(id, "completed")
+    assert job["destination"] == str(cwd / "report.bin")
+    assert os.listdir(cwd) == ["report.bin"]
+
+
+def test_create_dirs_creates_missing_parent_directories(daemon, faultserver, key):
+    dest = daemon.work / "a" / "b" / "c" / "deep.bin"
+    id = daemon.download(faultserver.url(size=1000, seed=1, key=key), "-o", dest, "--create-dirs")
+    daemon.wait_state(id, "completed")
+    assert sha256_file(dest) == faultserver.sha256(1000, 1)
+
+
+def test_replace_overwrites_an_existing_file(daemon, faultserver, key):
+    dest = daemon.work / "old.bin"
+    dest.write_bytes(b"old content")
+    id = daemon.download(faultserver.url(size=1000, seed=1, key=key), "-o", dest, "--replace")
+    daemon.wait_state(id, "completed")
+    assert sha256_file(dest) == faultserver.sha256(1000, 1)
+
+
+def test_a_file_that_appears_at_the_destination_during_the_transfer_fails_with_destination_exists(
+        daemon, faultserver, key):
+    dest = daemon.work / "race.bin"
+    id = daemon.download(faultserver.url(size=400_000, key=key, slow=200_000), "-o", dest)
+    daemon.wait_bytes(id, 1)
+    dest.write_bytes(b"precious")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "destination_exists"
+    assert job["error"]["retryable"] is False
+    assert dest.read_bytes() == b"precious"
+
+
+def test_sha256_that_matches_completes(daemon, faultserver, key):
+    dest = daemon.work / "ok.bin"
+    id = daemon.download(faultserver.url(size=70_000, seed=8, key=key), "-o", dest,
+                         "--sha256", faultserver.sha256(70_000, 8))
+    job = daemon.wait_state(id, "completed")
+    assert job["sha256"] == faultserver.sha256(70_000, 8)
+
+
+def test_a_sha256_mismatch_fails_with_checksum_deletes_the_part_and_retry_starts_from_zero(
+        daemon, faultserver, key):
+    dest = daemon.work / "bad.bin"
+    id = daemon.download(faultserver.url(size=70_000, seed=8, key=key), "-o", dest, "--sha256", "0" * 64)
+    job = daemon.wait_state(id, "failed")
+    assert job["error"]["code"] == "checksum" and job["error"]["retryable"] is False
+    assert not dest.exists(), "a file that failed its checksum must not be moved into place"
+    assert not (daemon.work / "bad.bin.aftpart").exists(), "the part file is deleted after a checksum failure"
+    daemon.cli("retry", id, check=0)
+    daemon.wait_state(id, "failed")
+    log = faultserver.log(key)
+    assert len(log) == 2
+    assert log[1]["range"] is None, f"retry after a checksum failure starts from zero: {log[1]['range']}"
+
+
+def test_downloads_ask_for_identity_encoding(daemon, faultserver, key):
+    dest = daemon.work / "plain.bin"
+    id = daemon.download(faultserver.url(size=50_000, seed=6, key=key, gzip=1), "-o", dest)
+    daemon.wait_state(id, "completed")
+    log = faultserver.log(key)
+    assert log[0]["acceptEncoding"] is not None and "identity" in log[0]["acceptEncoding"]
+    assert "gzip" not in log[0]["acceptEncoding"]
+    assert sha256_file(dest) == faultserver.sha256(50_000, 6)
+
+
+def test_a_response_without_content_length_downloads_until_the_connection_closes(daemon, faultserver, key):
+    dest = daemon.work / "nolen.bin"
+    id = daemon.download(faultserver.url(size=200_000, seed=3, key=key, nolength=1), "-o", dest)
+    job = daemon.wait_state(id, "completed")
+    assert sha256_file(dest) == faultserver.sha256(200_000, 3)
+    assert job["bytes"] == 200_000
+
+
+def test_the_destination_is_null_until_the_name_is_known(daemon, faultserver, key):
+    d = daemon.work / "dir"
+    d.mkdir()
+    url = faultserver.url("/x/fromurl.bin", size=100, key=key, delay=3,
+                          cd='attachment; filename="named.bin"')
+    id = daemon.download(url, "-d", d)
+    job = daemon.job(id)
+    assert job["destination"] is None, f"destination before the response: {job['destination']}"
+    job = daemon.wait_state(id, "completed")
+    assert job["destination"] == str(d / "named.bin")
+
+
+def test_limit_rate_slows_the_transfer(daemon, faultserver, key):
+    dest = daemon.work / "slow.bin"
+    t0 = time.monotonic()
+    daemon.cli("download", faultserver.url(size=512 * 1024, key=key), "-o", dest, "--limit-rate", "128K",
+               "--wait", check=0, timeout=60)
+    elapsed = time.monotonic() - t0
+    assert elapsed >= 3.0, f"512 KiB at 128K/s took {elapsed:.2f}s"
+
+
+# MARK: - File names
+
+
+HOSTILE = [
+    ('attachment; filename="../../evil.txt"', "_.._evil.txt"),
+    ('attachment; filename="/etc/passwd"', "_etc_passwd"),
+    ('attachment; filename=".hidden"', "hidden"),
+    ('attachment; filename=".."', "download"),
+    ('attachment; filename="."', "download"),
+    ('attachment; filename="  . spaced.txt"', "spaced.txt"),
+    ('attachment; filename="a\x01b\x7fc.txt"', "abc.txt"),
+    ("attachment; filename*=UTF-8''na%C3%AFve%20caf%C3%A9.txt; filename=\"fallback.txt\"", "naïve café.txt"),
+    ("attachment; filename=\"fallback.txt\"; filename*=UTF-8''pr%C3%A9f%C3%A9r%C3%A9.txt", "préféré.txt"),
+    ("attachment; filename*=UTF-8''..%2F..%2Fup.txt", "_.._up.txt"),
+    ("attachment; filename*=UTF-8''..%5C..%5Cback.txt", "_.._back.txt"),
+    ("attachment; filename*=UTF-8''a%00b.txt", "ab.txt"),
+    ('attachment; filename=""', "fromurl.bin"),
+    ('inline', "fromurl.bin"),
+]
+
+
+@pytest.mark.parametrize("cd,expected", HOSTILE, ids=[f"cd{i}" for i in range(len(HOSTILE))])
+def test_content_disposition_names_are_sanitized_and_never_leave_the_directory(daemon, faultserver, key, cd,
+                                                                                expected):
+    assert spec_sanitize(expected) == expected or expected in ("fromurl.bin",)
+    target = daemon.work / "inbox"
+    target.mkdir()
+    id = daemon.download(faultserver.url("/dl/fromurl.bin", size=321, seed=1, key=key, cd=cd), "-d", target)
+    job = daemon.wait_state(id, "completed")
+    assert os.listdir(target) == [expected]
+    assert job["destination"] == str(target / expected)
+    assert sha256_file(target / expected) == faultserver.sha256(321, 1)
+    assert sorted(os.listdir(daemon.work)) == ["inbox"], "nothing may be written outside the directory"
+
+
+def test_a_very_long_suggested_name_is_cut_to_255_bytes(daemon, faultserver, key):
+    target = daemon.work / "inbox"
+    target.mkdir()
+    name = "a" * 300 + ".bin"
+    id = daemon.download(faultserver.url("/dl/x", size=10, key=key, cd=f'attachment; filename="{name}"'),
+                         "-d", target)
+    job = daemon.wait_state(id, "completed")
+    [got] = os.listdir(target)
+    assert len(got.encode()) <= 255 and got.startswith("a" * 200)
+    assert job["destination"] == str(target / got)
+
+
+def test_a_url_ending_in_a_slash_gets_the_name_download(daemon, faultserver, key):
+    target = daemon.work / "inbox"
+    target.mkdir()
+    id = daemon.download(faultserver.url("/dir/", size=10, key=key), "-d", target)
+    daemon.wait_state(id, "completed")
+    assert os.listdir(target) == ["download"]
+
+
+# MARK: - Lists
+
+
+def test_a_list_file_queues_one_job_a_line_and_names_files_after_a_tab(daemon, faultserver, key):
+    target = daemon.work / "many"
+    target.mkdir()
+    lst = daemon.work / "urls.txt"
+    lst.write_text(f"{faultserver.url('/l/one.bin', size=100, seed=1, key=key)}\n"
+                   f"{faultserver.url('/l/two.bin', size=200, seed=2, key=key)}\tnamed.bin\n")
+    r = daemon.cli("download", "-i", lst, "-d", target, check=0)
+    ids = r.out.split()
+    assert len(ids) == 2 and all(re.fullmatch(r"\d+", i) for i in ids), f"one id a line: {r.out!r}"
+    for i in ids:
+        daemon.wait_state(int(i), "completed")
+    assert sorted(os.listdir(target)) == ["named.bin", "one.bin"]
+    assert sha256_file(target / "named.bin") == faultserver.sha256(200, 2)
+
+
+def test_a_bad_line_in_a_list_refuses_the_whole_list(daemon, faultserver, key):
+    target = daemon.work / "many"
+    target.mkdir()
+    lst = daemon.work / "urls.txt"
+    lst.write_text(f"{faultserver.url('/l/one.bin', size=100, key=key)}\nftp://127.0.0.1/nope\n"
+                   f"{faultserver.url('/l/three.bin', size=100, key=key)}\n")
+    r = daemon.cli("download", "-i", lst, "-d", target)
+    assert r.rc == 2, r
+    assert re.search(r"\b2\b", r.err), f"the refusal must name line 2: {r.err!r}"
+    assert daemon.jobs() == []
+    assert os.listdir(target) == []
+
+
+# MARK: - Credentials and redirects
+
+
+def test_basic_auth_reaches_the_server_and_the_password_is_never_printed(daemon, faultserver, key):
+    secret = "pw-Zx81-secret"
+    dest = daemon.work / "auth.bin"
+    id = daemon.download(faultserver.url(size=100, key=key, authsha256=sha256_bytes(f"user:{secret}".encode())),
+                         "-o", dest,
+                         "--user", f"user:{secret}")
+    job = daemon.wait_state(id, "completed")
+    assert faultserver.log(key)[0]["authorization"].startswith("Basic ")
+    for args in (("status", id), ("status", id, "--json"), ("list",), ("list", "--json"), ("curl", id)):
+        r = daemon.cli(*args, check=0)
+        assert secret not in r.out + r.err, f"`{' '.join(map(str, args))}` printed the password"
+    assert "***" in daemon.cli("curl", id, check=0).out
+    assert secret not in json.dumps(job)
+    assert secret not in daemon.log_text(), "the daemon's log printed the password"
+
+
+def test_authorization_and_cookie_headers_are_sent_but_shown_as_stars(daemon, faultserver, key):
+    token, cookie = "tok-Qw93-secret", "ck-Lm27-secret"
+    dest = daemon.work / "hdr.bin"
+    id = daemon.download(faultserver.url(size=100, key=key), "-o", dest,
+                         "-H", f"Authorization: Bearer {token}", "-H", f"Cookie: session={cookie}",
+                         "-H", "X-Visible: yes")
+    daemon.wait_state(id, "completed")
+    entry = faultserver.log(key)[0]
+    assert entry["authorization"] == f"Bearer {token}"
+    assert entry["headers"]["cookie"] == f"session={cookie}"
+    assert entry["headers"]["x-visible"] == "yes"
+    for args in (("status", id), ("status", id, "--json"), ("list", "--json"), ("curl", id)):
+        r = daemon.cli(*args, check=0)
+        assert token not in r.out + r.err and cookie not in r.out + r.err, f"`{args}` printed a secret"
+    curl = daemon.cli("curl", id, check=0).out
+    assert "***" in curl and "X-Visible: yes" in curl and faultserver.url(size=100, key=key) in curl
+    assert token not in daemon.log_text() and cookie not in daemon.log_text()
+
+
+def test_credentials_in_the_url_are_used_and_removed_from_the_job(daemon, faultserver, key):
+    secret = "url-Pp55-secret"
+    url = faultserver.url(size=100, key=key, authsha256=sha256_bytes(f"me:{secret}".encode()))
+    url = url.replace("http://", f"http://me:{secret}@")
+    id = daemon.download(url, "-o", daemon.work / "u.bin")
+    job = daemon.wait_state(id, "completed")
+    assert secret not in job["url"] and "@" not in urllib.parse.urlsplit(job["url"]).netloc
+    assert secret not in daemon.cli("curl", id, check=0).out
+
+
+def test_a_redirect_chain_is_followed(daemon, faultserver, key):
+    dest = daemon.work / "chain.bin"
+    id = daemon.download(faultserver.url(size=1000, seed=2, key=key, chain=3), "-o", dest)
+    daemon.wait_state(id, "completed")
+    assert sha256_file(dest) == faultserver.sha256(1000, 2)
+    assert [e["status"] for e in faultserver.log(key)] == [302, 302, 302, 200]
+
+
+def test_ten_redirects_are_followed_and_eleven_fail_with_redirect(daemon, faultserver, key):
+    ok = daemon.download(faultserver.url(size=10, key=key + "a", chain=10), "-o", daemon.work / "ten")
+    bad = daemon.download(faultserver.url(size=10, key=key + "b", chain=11), "-o", daemon.work / "eleven")
+    daemon.wait_state(ok, "completed")
+    job = daemon.wait_state(bad, "failed")
+    assert job["error"]["code"] == "redirect" and job["error"]["retryable"] is False
+    assert not (daemon.work / "eleven").exists()
+
+
+def test_a_redirect_loop_fails_with_redirect(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=10, key=key, redirect="self"), "-o", daemon.work / "loop")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "redirect"
+    assert len(faultserver.log(key)) <= 11
+
+
+@pytest.mark.parametrize("target", ["ftp://127.0.0.1/file.bin", "file:///etc/passwd"])
+def test_a_redirect_to_another_scheme_fails_with_redirect(daemon, faultserver, key, target):
+    dest = daemon.work / "x"
+    id = daemon.download(faultserver.url(size=10, key=key, redirect=target), "-o", dest)
+    job = daemon.wait_state(id, "failed")
+    assert job["error"]["code"] == "redirect" and job["error"]["retryable"] is False
+    assert not dest.exists()
+    assert len(faultserver.log(key)) == 1
+
+
+def test_credentials_are_not_sent_to_another_host_after_a_redirect(daemon, faultserver, key):
+    other = faultserver.url(host="localhost", size=500, seed=3, key=key)
+    id = daemon.download(faultserver.url(key=key, redirect=other), "-o", daemon.work / "r.bin",
+                         "--user", "user:pw-Hh12")
+    daemon.wait_state(id, "completed")
+    log = faultserver.log(key)
+    assert len(log) == 2
+    assert log[0]["host"].startswith("127.0.0.1") and log[0]["authorization"] is not None
+    assert log[1]["host"].startswith("localhost")
+    assert log[1]["authorization"] is None, "credentials followed a redirect to another host name"
+    assert sha256_file(daemon.work / "r.bin") == faultserver.sha256(500, 3)
+
+
+# MARK: - Scheduling
+
+
+@pytest.mark.daemon_args("--max-active", "2")
+def test_at_most_max_active_transfers_run_at_once(daemon, faultserver, key):
+    ids = [daemon.download(faultserver.url(size=150_000, seed=i, key=f"{key}-{i}", slow=100_000),
+                           "-o", daemon.work / f"m{i}") for i in range(4)]
+    most = 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        jobs = daemon.jobs()
+        running = sum(j["state"] == "running" for j in jobs)
+        most = max(most, running)
+        assert running <= 2, [j["state"] for j in jobs]
+        if all(j["state"] == "completed" for j in jobs):
+            break
+        time.sleep(0.1)
+    assert most == 2
+    for i, id in enumerate(ids):
+        assert daemon.job(id)["state"] == "completed"
+        assert sha256_file(daemon.work / f"m{i}") == faultserver.sha256(150_000, i)
+    spans = sorted((e["time"], e["end"]) for i in range(4) for e in faultserver.log(f"{key}-{i}"))
+    for t, _ in spans:
+        overlapping = sum(1 for s, e in spans if s <= t < e)
+        assert overlapping <= 2, spans
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_higher_priority_runs_first_then_the_oldest(daemon, faultserver, key):
+    blocker = daemon.download(faultserver.url(size=200_000, key=f"{key}-b", slow=200_000),
+                              "-o", daemon.work / "blocker")
+    daemon.wait_state(blocker, "running")
+    low = daemon.download(faultserver.url(size=10, key=f"{key}-low"), "-o", daemon.work / "low",
+                          "--priority", "-1")
+    first_zero = daemon.download(faultserver.url(size=10, key=f"{key}-z1"), "-o", daemon.work / "z1")
+    second_zero = daemon.download(faultserver.url(size=10, key=f"{key}-z2"), "-o", daemon.work / "z2",
+                                  "--priority", "0")
+    high = daemon.download(faultserver.url(size=10, key=f"{key}-high"), "-o", daemon.work / "high",
+                           "--priority", "5")
+    for id in (blocker, low, first_zero, second_zero, high):
+        daemon.wait_state(id, "completed")
+    started = {name: faultserver.log(f"{key}-{name}")[0]["time"] for name in ("high", "z1", "z2", "low")}
+    order = sorted(started, key=started.get)
+    assert order == ["high", "z1", "z2", "low"], started

@@ -1,0 +1,149 @@
+"""Resume (SPEC "Downloads"): Range + If-Range from the last checkpoint, never splicing versions."""
+
+import os
+import re
+import time
+
+import pytest
+
+from conftest import http_get, sha256_file, wait_until
+
+
+def range_start(header) -> int | None:
+    m = re.fullmatch(r"bytes=(\d+)-", header or "")
+    return int(m.group(1)) if m else None
+
+
+def test_a_download_that_is_killed_mid_transfer_resumes_with_range(daemon, nginx):
+    size, rate = 3 * 1024 * 1024, 600 * 1024
+    digest = nginx.make_file("resume/killed.bin", size)
+    etag = http_get(nginx.url("resume/killed.bin"))[1]["ETag"]
+    dest = daemon.work / "killed.bin"
+    id = daemon.download(nginx.url("resume/killed.bin", rate=rate), "-o", dest)
+    seen = daemon.wait_bytes(id, 1_300_000, timeout=30)["bytes"]
+    daemon.kill9()
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == digest
+    assert not (daemon.work / "killed.bin.aftpart").exists()
+    ranged = [e for e in nginx.log("resume/killed.bin") if e["range"]]
+    assert ranged, "the restarted transfer must resume with Range"
+    start = range_start(ranged[0]["range"])
+    assert start is not None and start > 0, ranged[0]
+    assert ranged[0]["ifRange"] == etag, f"If-Range must carry the ETag: {ranged[0]}"
+    assert ranged[0]["status"] == 206
+    # A checkpoint about once a second: a kill costs at most about a second of transfer.
+    assert start >= seen - 2 * rate, f"resumed from {start}, but {seen} bytes had been reported"
+
+
+def pause_after(daemon, id, at_least: int) -> dict:
+    daemon.wait_bytes(id, at_least)
+    daemon.cli("pause", id, check=0)
+    return daemon.wait_state(id, "paused")
+
+
+def test_pause_keeps_the_part_and_resume_continues_with_range_and_if_range(daemon, faultserver, key):
+    size = 600_000
+    dest = daemon.work / "p.bin"
+    id = daemon.download(faultserver.url(size=size, seed=11, key=key, slow=200_000), "-o", dest)
+    job = pause_after(daemon, id, 100_000)
+    part = daemon.work / "p.bin.aftpart"
+    assert part.exists(), "a paused download keeps its part file"
+    assert part.stat().st_size == job["bytes"], "bytes is what is on disk (checkpointed at pause)"
+    time.sleep(1.0)
+    again = daemon.job(id)
+    assert again["state"] == "paused" and again["bytes"] == job["bytes"] and again["rate"] == 0
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == faultserver.sha256(size, 11)
+    log = faultserver.log(key)
+    assert len(log) == 2
+    assert range_start(log[1]["range"]) == job["bytes"], log[1]["range"]
+    assert log[1]["ifRange"] == faultserver.etag(size, 11)
+    assert log[1]["status"] == 206
+
+
+def test_a_server_that_ignores_range_restarts_from_zero_without_splicing(daemon, faultserver, key):
+    size = 500_000
+    dest = daemon.work / "nr.bin"
+    id = daemon.download(faultserver.url(size=size, seed=12, key=key, slow=200_000, norange=1), "-o", dest)
+    pause_after(daemon, id, 100_000)
+    daemon.cli("resume", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert log[1]["range"] is not None and log[1]["status"] == 200
+    assert sha256_file(dest) == faultserver.sha256(size, 12)
+    assert job["bytes"] == size
+
+
+def test_content_that_changed_between_requests_is_downloaded_again_never_spliced(daemon, faultserver, key):
+    size = 500_000
+    dest = daemon.work / "ch.bin"
+    id = daemon.download(faultserver.url(size=size, seed=13, key=key, slow=200_000, change=1), "-o", dest)
+    pause_after(daemon, id, 100_000)
+    daemon.cli("resume", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert log[1]["ifRange"] == log[0]["etag"], "a resumed request must carry If-Range"
+    assert log[1]["status"] == 200 and log[1]["seed"] == "13.2"
+    assert sha256_file(dest) == faultserver.sha256(size, "13.2"), "bytes of two versions were spliced"
+    assert job["sha256"] == faultserver.sha256(size, "13.2")
+
+
+def test_if_range_uses_last_modified_when_there_is_no_etag(daemon, faultserver, key):
+    size = 500_000
+    dest = daemon.work / "lm.bin"
+    id = daemon.download(faultserver.url(size=size, seed=14, key=key, slow=200_000, etag=0), "-o", dest)
+    pause_after(daemon, id, 100_000)
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert log[0]["etag"] is None
+    assert log[1]["ifRange"] == log[0]["lastModified"], log[1]
+    assert log[1]["status"] == 206
+    assert sha256_file(dest) == faultserver.sha256(size, 14)
+
+
+def test_content_changed_without_an_etag_is_caught_by_last_modified(daemon, faultserver, key):
+    size = 500_000
+    dest = daemon.work / "lmc.bin"
+    id = daemon.download(faultserver.url(size=size, seed=15, key=key, slow=200_000, etag=0, change=1),
+                         "-o", dest)
+    pause_after(daemon, id, 100_000)
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert log[1]["status"] == 200
+    assert sha256_file(dest) == faultserver.sha256(size, "15.2")
+
+
+def test_a_part_that_is_already_whole_is_verified_on_416_not_failed(daemon, faultserver, key):
+    size = 100_000
+    dest = daemon.work / "whole.bin"
+    # No length: the client cannot tell it has everything; the server then stalls with the socket open.
+    url = faultserver.url(size=size, seed=16, key=key, nolength=1, stall=size, stallfor=20, times=1)
+    id = daemon.download(url, "-o", dest, "--sha256", faultserver.sha256(size, 16))
+    daemon.wait_bytes(id, size)
+    daemon.cli("pause", id, check=0)
+    daemon.wait_state(id, "paused")
+    daemon.cli("resume", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert range_start(log[1]["range"]) == size and log[1]["status"] == 416
+    assert sha256_file(dest) == faultserver.sha256(size, 16)
+    assert job["bytes"] == size
+
+
+def test_a_paused_job_survives_a_daemon_restart_and_stays_paused(daemon, faultserver, key):
+    size = 400_000
+    dest = daemon.work / "pr.bin"
+    id = daemon.download(faultserver.url(size=size, seed=17, key=key, slow=200_000), "-o", dest)
+    job = pause_after(daemon, id, 50_000)
+    daemon.restart()
+    time.sleep(1.0)
+    after = daemon.job(id)
+    assert after["state"] == "paused" and after["bytes"] == job["bytes"]
+    assert len(faultserver.log(key)) == 1, "a paused job must not start on its own after a restart"
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == faultserver.sha256(size, 17)

@@ -1,0 +1,177 @@
+"""Retries (SPEC "Retries and the network", issue 4 without namespaces): backoff, Retry-After,
+classification, stalls, exhaustion and `retry` resuming from the part."""
+
+import re
+import time
+
+import pytest
+
+from conftest import RFC3339_UTC, sha256_file
+
+
+def range_start(header) -> int | None:
+    m = re.fullmatch(r"bytes=(\d+)-", header or "")
+    return int(m.group(1)) if m else None
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_retry_after_2_on_a_busy_server_waits_at_least_2_seconds(daemon, faultserver, key, status):
+    dest = daemon.work / "ra.bin"
+    id = daemon.download(faultserver.url(size=1000, seed=1, key=key, status=status, times=1, retryafter=2),
+                         "-o", dest)
+    job = daemon.wait_state(id, "waiting", timeout=10)
+    assert job["waitReason"] == "backoff"
+    assert job["nextRetryAt"] is not None and RFC3339_UTC.match(job["nextRetryAt"])
+    assert job["error"]["code"] == "http_status" and job["error"]["retryable"] is True
+    assert job["httpStatus"] == status
+    daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert len(log) == 2
+    gap = log[1]["time"] - log[0]["end"]
+    assert gap >= 2.0 - 0.02, f"Retry-After: 2 was not honoured: retried after {gap:.3f}s"
+    assert sha256_file(dest) == faultserver.sha256(1000, 1)
+
+
+def test_retry_after_as_an_http_date_is_honoured(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=100, key=key, status=503, times=1, retryafterdate=3),
+                         "-o", daemon.work / "rad")
+    daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    gap = log[1]["time"] - log[0]["end"]
+    assert gap >= 2.0, f"Retry-After (HTTP-date, >= 3 s ahead) was not honoured: retried after {gap:.3f}s"
+
+
+def test_a_404_fails_at_once_with_http_status(daemon, faultserver, key):
+    dest = daemon.work / "missing.bin"
+    t0 = time.monotonic()
+    id = daemon.download(faultserver.url(key=key, status=404), "-o", dest)
+    job = daemon.wait_state(id, "failed", timeout=10)
+    assert time.monotonic() - t0 < 5
+    assert job["error"]["code"] == "http_status" and job["error"]["retryable"] is False
+    assert job["httpStatus"] == 404 and job["attempts"] == 1
+    time.sleep(1.0)
+    assert len(faultserver.log(key)) == 1, "a 404 is not retried"
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 410, 501])
+def test_statuses_that_are_not_retryable_fail_after_one_request(daemon, faultserver, key, status):
+    id = daemon.download(faultserver.url(key=key, status=status), "-o", daemon.work / "x")
+    job = daemon.wait_state(id, "failed", timeout=10)
+    assert job["error"]["code"] == "http_status" and job["httpStatus"] == status
+    time.sleep(0.8)
+    assert len(faultserver.log(key)) == 1
+
+
+@pytest.mark.parametrize("status", [408, 500, 502, 504])
+def test_retryable_statuses_are_retried_to_success(daemon, faultserver, key, status):
+    dest = daemon.work / "rs.bin"
+    id = daemon.download(faultserver.url(size=2000, seed=status, key=key, status=status, times=1), "-o", dest)
+    job = daemon.wait_state(id, "completed", timeout=20)
+    assert [e["status"] for e in faultserver.log(key)] == [status, 200]
+    assert job["attempts"] == 2 and len(job["history"]) == 2
+    assert job["history"][0]["httpStatus"] == status and job["history"][0]["error"]["code"] == "http_status"
+    assert sha256_file(dest) == faultserver.sha256(2000, status)
+
+
+def test_backoff_doubles_between_attempts_within_the_jitter(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(key=key, status=500), "-o", daemon.work / "b", "--retries", "3")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    log = faultserver.log(key)
+    assert len(log) == 4, "--retries 3 means at most 4 attempts"
+    assert job["attempts"] == 4 and len(job["history"]) == 4
+    assert job["error"]["code"] == "http_status"
+    for k in (1, 2, 3):
+        base = 0.5 * 2 ** (k - 1)
+        gap = log[k]["time"] - log[k - 1]["end"]
+        assert base * 0.75 - 0.05 <= gap <= base * 1.25 + 0.5, f"retry {k}: waited {gap:.3f}s, expected ~{base}s"
+
+
+def test_retries_0_means_a_single_attempt(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(key=key, status=503), "-o", daemon.work / "z", "--retries", "0")
+    job = daemon.wait_state(id, "failed", timeout=10)
+    time.sleep(1.0)
+    assert len(faultserver.log(key)) == 1 and job["attempts"] == 1
+
+
+def test_a_dropped_connection_resumes_with_range(daemon, faultserver, key):
+    size = 600_000
+    dest = daemon.work / "drop.bin"
+    # About 2.5 s of flowing bytes before the drop: checkpoints happened.
+    id = daemon.download(faultserver.url(size=size, seed=21, key=key, slow=100_000, drop=250_000, times=1),
+                         "-o", dest)
+    job = daemon.wait_state(id, "completed", timeout=40)
+    log = faultserver.log(key)
+    assert len(log) == 2 and log[0]["dropped"]
+    start = range_start(log[1]["range"])
+    assert start is not None and 0 < start <= 250_000, f"retry must resume from the checkpoint: {log[1]['range']}"
+    assert log[1]["ifRange"] == faultserver.etag(size, 21)
+    assert log[1]["status"] == 206
+    assert sha256_file(dest) == faultserver.sha256(size, 21)
+    assert job["history"][0]["error"] is not None and job["history"][0]["error"]["retryable"] is True
+
+
+@pytest.mark.daemon_args("--stall-timeout", "2")
+def test_a_stalled_transfer_ends_as_a_timeout_and_recovers(daemon, faultserver, key):
+    size = 900_000
+    dest = daemon.work / "stall.bin"
+    t0 = time.monotonic()
+    id = daemon.download(faultserver.url(size=size, seed=22, key=key, slow=300_000, stall=600_000,
+                                         stallfor=60, times=1), "-o", dest)
+    job = daemon.wait_state(id, "completed", timeout=40)
+    assert time.monotonic() - t0 < 20, "the stall was not detected within the stall timeout"
+    log = faultserver.log(key)
+    assert len(log) == 2 and log[0]["stalled"]
+    start = range_start(log[1]["range"])
+    assert start is not None and 0 < start <= 600_000, log[1]["range"]
+    assert job["history"][0]["error"]["code"] == "timeout"
+    assert job["history"][0]["error"]["retryable"] is True
+    assert sha256_file(dest) == faultserver.sha256(size, 22)
+
+
+def test_when_retries_are_exhausted_the_job_fails_and_retry_resumes_from_the_part(daemon, faultserver, key):
+    size = 1_000_000
+    dest = daemon.work / "ex.bin"
+    # Three dropped attempts (1 + --retries 2), each ~1.25 s of bytes; the fourth request succeeds.
+    id = daemon.download(faultserver.url(size=size, seed=23, key=key, slow=200_000, drop=250_000, times=3),
+                         "-o", dest, "--retries", "2")
+    job = daemon.wait_state(id, "failed", timeout=40)
+    assert job["attempts"] == 3
+    log = faultserver.log(key)
+    assert len(log) == 3
+    part = daemon.work / "ex.bin.aftpart"
+    assert part.exists() and part.stat().st_size > 0, "a failed download keeps its part so retry can resume"
+    kept = job["bytes"]
+    assert kept > 0
+    daemon.cli("retry", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert len(log) == 4
+    start = range_start(log[3]["range"])
+    assert start is not None and start > 0, f"retry of a failed download resumes its part: {log[3]['range']}"
+    # From its last checkpoint: at most about a second (200 KB here) behind what was on disk.
+    assert kept - 300_000 <= start <= kept, f"resumed from {start}, the failed job had {kept} bytes"
+    assert log[3]["status"] == 206
+    assert sha256_file(dest) == faultserver.sha256(size, 23)
+
+
+def test_pause_and_cancel_work_on_a_waiting_job_and_a_paused_job_spends_no_retries(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=100, key=key, status=503, times=1, retryafter=3),
+                         "-o", daemon.work / "pw")
+    daemon.wait_state(id, "waiting")
+    daemon.cli("pause", id, check=0)
+    job = daemon.wait_state(id, "paused")
+    attempts = job["attempts"]
+    time.sleep(4.0)
+    job = daemon.job(id)
+    assert job["state"] == "paused" and job["attempts"] == attempts
+    assert len(faultserver.log(key)) == 1, "a paused job must not be retried by its timer"
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=20)
+
+    other = daemon.download(faultserver.url(size=100, key=key + "c", status=503, retryafter=30),
+                            "-o", daemon.work / "cw")
+    daemon.wait_state(other, "waiting")
+    daemon.cli("cancel", other, check=0)
+    job = daemon.wait_state(other, "cancelled")
+    assert job["waitReason"] is None and job["nextRetryAt"] is None
