@@ -192,6 +192,7 @@ final class DownloadTask: TransferTask {
     /// The write callback: appends body bytes to the part and the digest.
     private func receive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
         guard keepBody else { return n }
+        guard pace(n) else { return Int(CURL_WRITEFUNC_PAUSE) }
         guard let part else {
             abortError = TransferError(.io, "no part file is open", retryable: false)
             return 0

@@ -117,9 +117,12 @@ open class TransferTask {
             return t.headerLine(ptr, size * n)
         })
         if let rate = req.limitRate.flatMap(RateParser.parse) {
-            e.set(isUpload ? CURLOPT_MAX_SEND_SPEED_LARGE : CURLOPT_MAX_RECV_SPEED_LARGE, offset: rate)
-            // As the curl CLI does: a buffer no larger than a second's worth keeps the rate smooth.
-            if !isUpload { e.set(CURLOPT_BUFFERSIZE, Int(min(Int64(256 * 1024), max(1024, rate)))) }
+            // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable
+            // under the multi-socket API. As the curl CLI does, a buffer no larger than a second's
+            // worth keeps the rate smooth.
+            limiter = TokenBucket(rate: Double(rate), start: engine.loop.nowMillis)
+            e.set(CURLOPT_BUFFERSIZE, Int(min(Int64(256 * 1024), max(1024, rate))))
+            if isUpload { e.set(CURLOPT_UPLOAD_BUFFERSIZE, Int(min(Int64(2 << 20), max(16 * 1024, rate)))) }
         }
         if sendCredentials, let user = req.user {
             e.set(CURLOPT_USERPWD, user)
@@ -251,10 +254,50 @@ open class TransferTask {
         a.total = e.info(double: CURLINFO_TOTAL_TIME)
     }
 
+    // MARK: - Rate limit
+
+    var limiter: TokenBucket?
+    private var unpauseTimer: LoopTimer?
+
+    /// Whether `n` more bytes may pass now under `--limit-rate`. When not, the caller returns
+    /// libcurl's PAUSE code and a loop timer resumes the transfer when the budget allows (never
+    /// `curl_easy_pause` from inside a callback).
+    func pace(_ n: Int) -> Bool {
+        guard var bucket = limiter else { return true }
+        let wait = bucket.delay(now: engine.loop.nowMillis)
+        if wait > 0 {
+            if unpauseTimer == nil { unpauseTimer = LoopTimer(loop: engine.loop) }
+            if unpauseTimer?.isActive != true {
+                unpauseTimer?.start(after: wait) { [weak self] in
+                    guard let self, self.isInMulti, let e = self.easy else { return }
+                    curl_easy_pause(e.handle, CURLPAUSE_CONT)
+                }
+            }
+            return false
+        }
+        bucket.consumed += Int64(n)
+        limiter = bucket
+        return true
+    }
+
     /// Counts progress (call from body callbacks).
     func progressed(to newBytes: Int64) {
         bytes = newBytes
         lastProgressAt = engine.loop.nowMillis
+    }
+}
+
+/// A byte budget growing at `rate` per second from `start` (ms, loop time).
+struct TokenBucket {
+    let rate: Double
+    let start: UInt64
+    var consumed: Int64 = 0
+
+    /// Milliseconds until the bytes consumed so far fit the budget; 0 when they do.
+    func delay(now: UInt64) -> UInt64 {
+        let allowed = rate * Double(now &- start) / 1000
+        let excess = Double(consumed) - allowed
+        return excess > 0 ? UInt64((excess / rate * 1000).rounded(.up)) : 0
     }
 }
 
