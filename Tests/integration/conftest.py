@@ -720,6 +720,9 @@ class Daemon:
         self.proc = spawn(self.command(extra), f"aftransferd {self.home}", stdin=subprocess.DEVNULL,
                           stdout=log, stderr=log, env=self.env, start_new_session=True)
         log.close()
+        # Reap it the moment it exits, as init would: a zombie still answers kill(pid, 0), and the
+        # CLI's `daemon stop` must see it gone.
+        threading.Thread(target=self.proc.wait, daemon=True).start()
         if wait:
             self.wait_ready(timeout)
         return self

@@ -1,0 +1,245 @@
+"""The CLI (SPEC "The CLI"): exit statuses, control commands, autostart, output for people."""
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from conftest import assert_job_schema, proc_alive, sha256_file, wait_until
+
+
+def slow_url(faultserver, key, size=2_000_000, bps=100_000, **kw):
+    return faultserver.url(size=size, key=key, slow=bps, **kw)
+
+
+# MARK: - No daemon
+
+
+def test_daemon_status_without_a_daemon_says_so_and_exits_3(daemon_factory):
+    d = daemon_factory(start=False)
+    r = d.cli("daemon", "status")
+    assert r.rc == 3, r
+    assert (r.out + r.err).strip(), "daemon status must say that no daemon runs"
+    assert not d.socket.exists()
+
+
+@pytest.mark.parametrize("args", [("list",), ("status", "1"), ("download", "http://127.0.0.1:9/x", "-o", "/tmp/x"),
+                                  ("pause", "1"), ("wait", "1")])
+def test_commands_exit_3_when_no_daemon_answers_and_autostart_is_off(daemon_factory, args):
+    d = daemon_factory(start=False)
+    r = d.cli(*args)
+    assert r.rc == 3, r
+    assert r.err.strip()
+    assert not d.home.exists() or not d.socket.exists(), "--no-autostart must not start a daemon"
+
+
+def test_a_command_starts_the_daemon_when_none_answers(daemon_factory):
+    d = daemon_factory(start=False)
+    r = d.cli("list", "--json", autostart=True, timeout=20)
+    assert r.rc == 0, r
+    assert json.loads(r.out) == []
+    st = d.cli_json("daemon", "status", "--json")
+    pid = st["pid"]
+    assert proc_alive(pid)
+    assert st["home"] == str(d.home)
+    # Stop it by its PID (it is not our child: it was started detached).
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not proc_alive(pid), 5, "the autostarted daemon to exit")
+
+
+def test_daemon_start_and_daemon_stop(daemon_factory):
+    d = daemon_factory(start=False)
+    r = d.cli("daemon", "start", timeout=20)
+    assert r.rc == 0, r
+    pid = d.cli_json("daemon", "status", "--json")["pid"]
+    assert proc_alive(pid)
+    r = d.cli("daemon", "stop", timeout=20)
+    assert r.rc == 0, r
+    wait_until(lambda: not proc_alive(pid), 5, "the daemon to exit after `daemon stop`")
+    assert d.cli("daemon", "status").rc == 3
+
+
+def test_daemon_status_json_reports_the_daemon(daemon):
+    st = daemon.cli_json("daemon", "status", "--json")
+    assert st["pid"] == daemon.pid and st["network"] in ("reachable", "unreachable")
+    assert st["maxActive"] == 4
+    r = daemon.cli("daemon", "status", check=0)
+    assert str(daemon.pid) in r.out
+
+
+# MARK: - wait, status, curl
+
+
+def test_wait_exits_0_for_completed_1_for_failed_or_cancelled_and_124_on_timeout(daemon, faultserver, key):
+    ok = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "ok")
+    bad = daemon.download(faultserver.url(key=key + "b", status=404), "-o", daemon.work / "bad")
+    slow = daemon.download(slow_url(faultserver, key + "s"), "-o", daemon.work / "slow")
+    assert daemon.cli("wait", ok, timeout=30).rc == 0
+    assert daemon.cli("wait", bad, timeout=30).rc == 1
+    t0 = time.monotonic()
+    r = daemon.cli("wait", slow, "--timeout", "1", timeout=30)
+    assert r.rc == 124, r
+    assert time.monotonic() - t0 < 5
+    daemon.cli("cancel", slow, check=0)
+    assert daemon.cli("wait", slow, timeout=30).rc == 1
+    assert daemon.cli("wait", ok, bad, timeout=30).rc == 1, "any failed job makes wait exit 1"
+
+
+@pytest.mark.parametrize("command", ["status", "wait", "curl"])
+def test_status_wait_and_curl_of_an_unknown_id_exit_2(daemon, command):
+    r = daemon.cli(command, "31337")
+    assert r.rc == 2, r
+    assert "31337" in r.err
+
+
+def test_status_shows_the_job_to_people(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "s")
+    daemon.wait_state(id, "completed")
+    r = daemon.cli("status", id, check=0)
+    assert "completed" in r.out and str(daemon.work / "s") in r.out
+
+
+def test_list_shows_a_table_and_list_json_an_array(daemon, faultserver, key):
+    ids = [daemon.download(faultserver.url(size=10, key=f"{key}{i}"), "-o", daemon.work / f"l{i}") for i in range(3)]
+    for id in ids:
+        daemon.wait_state(id, "completed")
+    jobs = daemon.jobs()
+    assert [j["id"] for j in jobs] == ids
+    for j in jobs:
+        assert_job_schema(j)
+    table = daemon.cli("list", check=0).out
+    for id in ids:
+        assert re.search(rf"\b{id}\b", table)
+    assert daemon.jobs("--state", "failed") == []
+
+
+def test_curl_prints_an_equivalent_curl_command(daemon, faultserver, key):
+    url = faultserver.url(size=10, key=key)
+    id = daemon.download(url, "-o", daemon.work / "c.bin", "-H", "X-Trace: 42")
+    out = daemon.cli("curl", id, check=0).out
+    assert out.lstrip().startswith("curl")
+    assert url in out and "X-Trace: 42" in out and str(daemon.work / "c.bin") in out
+
+
+def test_watch_draws_progress_until_the_jobs_end(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=200_000, key=key, slow=200_000), "-o", daemon.work / "w")
+    r = daemon.cli("watch", id, timeout=30)
+    assert r.rc == 0, r
+    assert r.out.strip(), "watch draws on stdout"
+    assert daemon.job(id)["state"] == "completed"
+
+
+# MARK: - Control commands
+
+
+def test_control_commands_refuse_where_they_do_not_apply_and_name_the_job_and_its_state(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "d")
+    daemon.wait_state(id, "completed")
+    for command in ("pause", "resume", "cancel", "retry"):
+        r = daemon.cli(command, id)
+        assert r.rc == 2, r
+        assert str(id) in r.err and "completed" in r.err, f"{command}: the refusal must name the job and state: {r.err!r}"
+        assert daemon.job(id)["state"] == "completed"
+    r = daemon.cli("pause", "777777")
+    assert r.rc == 2 and "777777" in r.err, r
+
+
+def test_several_ids_act_on_each_one_they_can_and_exit_2_if_any_was_refused(daemon, faultserver, key):
+    a = daemon.download(slow_url(faultserver, key + "a"), "-o", daemon.work / "a")
+    b = daemon.download(slow_url(faultserver, key + "b"), "-o", daemon.work / "b")
+    done = daemon.download(faultserver.url(size=10, key=key + "c"), "-o", daemon.work / "c")
+    daemon.wait_state(done, "completed")
+    daemon.wait_state(a, "running")
+    daemon.wait_state(b, "running")
+    r = daemon.cli("pause", a, done, b)
+    assert r.rc == 2, r
+    assert str(done) in r.err
+    assert daemon.job(a)["state"] == "paused" and daemon.job(b)["state"] == "paused"
+    r = daemon.cli("resume", a, b, check=0)
+    daemon.cli("cancel", a, b, check=0)
+
+
+def test_pause_works_on_a_queued_job(faultserver, key, daemon_factory):
+    d = daemon_factory(args=("--max-active", "1"))
+    blocker = d.download(slow_url(faultserver, key + "x"), "-o", d.work / "x")
+    queued = d.download(faultserver.url(size=10, key=key), "-o", d.work / "q")
+    d.wait_state(blocker, "running")
+    assert d.job(queued)["state"] == "queued"
+    d.cli("pause", queued, check=0)
+    assert d.job(queued)["state"] == "paused"
+    d.cli("cancel", blocker, check=0)
+    time.sleep(1.0)
+    assert d.job(queued)["state"] == "paused" and faultserver.log(key) == []
+    d.cli("resume", queued, check=0)
+    d.wait_state(queued, "completed")
+
+
+def test_cancel_removes_the_partial_data(daemon, faultserver, key):
+    dest = daemon.work / "cx.bin"
+    id = daemon.download(slow_url(faultserver, key), "-o", dest)
+    daemon.wait_bytes(id, 50_000)
+    daemon.cli("cancel", id, check=0)
+    job = daemon.wait_state(id, "cancelled")
+    assert not dest.exists() and not (daemon.work / "cx.bin.aftpart").exists()
+    assert job["error"] is None or job["error"]["code"] == "cancelled"
+    assert daemon.cli("cancel", id).rc == 2, "a cancelled job has ended: cancel refuses"
+
+
+def test_retry_restarts_a_cancelled_job(daemon, faultserver, key):
+    dest = daemon.work / "rc.bin"
+    id = daemon.download(faultserver.url(size=300_000, seed=3, key=key, slow=150_000), "-o", dest)
+    daemon.wait_state(id, "running")
+    daemon.cli("cancel", id, check=0)
+    daemon.wait_state(id, "cancelled")
+    daemon.cli("retry", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == faultserver.sha256(300_000, 3)
+
+
+def test_remove_forgets_a_job_and_delete_files_deletes_a_completed_download(daemon, faultserver, key):
+    keep = daemon.download(faultserver.url(size=10, key=key + "k"), "-o", daemon.work / "keep")
+    gone = daemon.download(faultserver.url(size=10, key=key + "g"), "-o", daemon.work / "gone")
+    daemon.wait_state(keep, "completed")
+    daemon.wait_state(gone, "completed")
+    daemon.cli("remove", keep, check=0)
+    daemon.cli("remove", gone, "--delete-files", check=0)
+    assert (daemon.work / "keep").exists() and not (daemon.work / "gone").exists()
+    assert daemon.jobs() == []
+    assert daemon.cli("status", keep).rc == 2
+
+
+def test_remove_of_a_running_job_cancels_it_first(daemon, faultserver, key):
+    dest = daemon.work / "rr.bin"
+    id = daemon.download(slow_url(faultserver, key), "-o", dest)
+    daemon.wait_bytes(id, 10_000)
+    daemon.cli("remove", id, check=0)
+    assert daemon.jobs() == []
+    time.sleep(0.5)
+    assert not dest.exists() and not (daemon.work / "rr.bin.aftpart").exists()
+    n = len(faultserver.log(key))
+    time.sleep(1.0)
+    assert len(faultserver.log(key)) == n, "a removed job must not transfer again"
+
+
+# MARK: - Where the home and socket come from
+
+
+def test_the_home_environment_variable_works_like_the_option(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "e")
+    r = daemon.cli("list", "--json", home=False, env={"AFTRANSFER_HOME": str(daemon.home)}, check=0)
+    assert [j["id"] for j in json.loads(r.out)] == [id]
+
+
+def test_the_socket_option_and_variable_override_the_socket_path(daemon_factory, faultserver, key):
+    d = daemon_factory(start=False)
+    sock = d.root / "custom.sock"
+    d.args += ["--socket", str(sock)]
+    d.socket = sock
+    d.start()
+    assert sock.exists()
+    assert json.loads(d.cli("list", "--json", "--socket", sock, check=0).out) == []
+    r = d.cli("list", "--json", env={"AFTRANSFER_SOCKET": str(sock)}, check=0)
+    assert json.loads(r.out) == []

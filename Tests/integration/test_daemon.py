@@ -1,0 +1,108 @@
+"""The daemon's lifecycle and files (SPEC "Files and environment", "Security", "Daemon lifecycle")."""
+
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import sha256_file, wait_until
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_the_home_is_0700_and_the_socket_and_database_are_0600(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "m")
+    daemon.wait_state(id, "completed")
+    assert mode(daemon.home) == 0o700, oct(mode(daemon.home))
+    assert stat.S_ISSOCK(os.stat(daemon.socket).st_mode)
+    assert mode(daemon.socket) == 0o600, oct(mode(daemon.socket))
+    assert mode(daemon.database) == 0o600, oct(mode(daemon.database))
+    for name in os.listdir(daemon.home):
+        m = mode(daemon.home / name)
+        assert m & 0o077 == 0, f"{name} is readable by others: {oct(m)} (the daemon runs with umask 077)"
+
+
+def test_the_home_keeps_0700_even_when_started_under_a_permissive_umask(daemon_factory):
+    d = daemon_factory(start=False)
+    d.prefix = ["sh", "-c", 'umask 000; exec "$@"', "sh"]
+    d.start()
+    assert mode(d.home) == 0o700 and mode(d.socket) == 0o600 and mode(d.database) == 0o600
+
+
+def test_a_second_daemon_on_the_same_home_exits_1_with_a_message(daemon):
+    p = subprocess.run(daemon.command(), capture_output=True, text=True, timeout=15, env=daemon.env)
+    assert p.returncode == 1, f"exit {p.returncode}: {p.stderr}"
+    assert p.stderr.strip(), "the second daemon must say why it exits"
+    assert daemon.running
+    assert "result" in daemon.rpc("daemon.status")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_daemon_with_0_within_5_s_and_the_job_resumes_on_next_start(
+        daemon, faultserver, key, sig):
+    size = 1_200_000
+    dest = daemon.work / "sig.bin"
+    id = daemon.download(faultserver.url(size=size, seed=31, key=key, slow=200_000), "-o", dest)
+    daemon.wait_bytes(id, 300_000)
+    rc, took = daemon.stop(sig=sig)
+    assert rc == 0, f"exit status {rc} on {sig.name}:\n{daemon.log_tail()}"
+    assert took < 5, f"took {took:.2f}s to exit"
+    part = daemon.work / "sig.bin.aftpart"
+    assert part.exists() and part.stat().st_size > 0
+    checkpointed = part.stat().st_size
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert len(log) == 2
+    m = re.fullmatch(r"bytes=(\d+)-", log[1]["range"] or "")
+    assert m and int(m.group(1)) == checkpointed, (
+        f"the job must resume from the checkpoint written at stop ({checkpointed}): {log[1]['range']}")
+    assert sha256_file(dest) == faultserver.sha256(size, 31)
+
+
+def test_daemon_stop_from_the_cli_checkpoints_and_the_job_resumes(daemon, faultserver, key):
+    size = 1_000_000
+    dest = daemon.work / "ds.bin"
+    id = daemon.download(faultserver.url(size=size, seed=32, key=key, slow=200_000), "-o", dest)
+    daemon.wait_bytes(id, 200_000)
+    daemon.cli("daemon", "stop", check=0, timeout=20)
+    assert daemon.proc.wait(timeout=5) == 0
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=30)
+    assert faultserver.log(key)[1]["range"] is not None
+    assert sha256_file(dest) == faultserver.sha256(size, 32)
+
+
+def test_a_kill_9_leaves_a_stale_socket_that_does_not_stop_the_next_start(daemon):
+    daemon.kill9()
+    daemon.start()
+    assert "result" in daemon.rpc("daemon.status")
+
+
+def test_logs_go_to_stderr_one_line_an_event_with_the_job_id(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "lg")
+    daemon.wait_state(id, "completed")
+    lines = [l for l in daemon.log_text().splitlines() if not l.startswith("=== start")]
+    assert lines, "the daemon logs to stderr"
+    assert any(re.search(rf"\b{id}\b", l) for l in lines), "log lines name the job id"
+
+
+def test_max_active_is_a_daemon_option(daemon_factory):
+    d = daemon_factory(args=("--max-active", "2"))
+    assert d.rpc_result("daemon.status")["maxActive"] == 2
+
+
+def test_the_daemon_serves_many_clients_at_once(daemon, faultserver, key):
+    procs = [subprocess.Popen([daemon.cli_exe, "list", "--json", "--home", str(daemon.home), "--no-autostart"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=daemon.env) for _ in range(20)]
+    for p in procs:
+        out, err = p.communicate(timeout=20)
+        assert p.returncode == 0, err
+        assert json.loads(out) == []

@@ -1,0 +1,152 @@
+"""The JSON-RPC interface (SPEC "The RPC", docs/rpc.md): methods, result shapes, notifications."""
+
+import json
+import os
+import signal
+import time
+
+from conftest import RFC3339_UTC, STATES, assert_job_schema, is_int, sha256_file, wait_until
+
+
+def add(daemon, **params) -> dict:
+    return daemon.rpc_result("transfer.add", params)
+
+
+def test_transfer_add_returns_the_job_object_with_the_spec_fields(daemon, faultserver, key):
+    dest = daemon.work / "r.bin"
+    job = add(daemon, url=faultserver.url(size=1000, seed=1, key=key), destination=str(dest))
+    assert_job_schema(job)
+    assert job["kind"] == "download" and job["method"] == "GET" and job["destination"] == str(dest)
+    assert job["state"] in ("queued", "running", "completed")
+    assert job["createdAt"] and job["error"] is None and job["insecure"] is False
+    done = daemon.wait_state(job["id"], "completed")
+    assert_job_schema(done)
+    assert done["createdAt"] == job["createdAt"]
+    assert sha256_file(dest) == faultserver.sha256(1000, 1)
+
+
+def test_transfer_add_with_a_directory_takes_the_suggested_name(daemon, faultserver, key):
+    job = add(daemon, url=faultserver.url("/n/suggested.bin", size=10, key=key), directory=str(daemon.work))
+    done = daemon.wait_state(job["id"], "completed")
+    assert done["destination"] == str(daemon.work / "suggested.bin")
+
+
+def test_transfer_get_returns_what_status_json_prints(daemon, faultserver, key):
+    job = add(daemon, url=faultserver.url(size=10, key=key), destination=str(daemon.work / "g"))
+    daemon.wait_state(job["id"], "completed")
+    got = daemon.rpc_result("transfer.get", {"id": job["id"]})
+    assert_job_schema(got)
+    assert got == daemon.job(job["id"])
+
+
+def test_transfer_list_returns_every_job_oldest_first_and_filters_by_state(daemon, faultserver, key):
+    a = add(daemon, url=faultserver.url(size=10, key=key), destination=str(daemon.work / "a"))
+    b = add(daemon, url=faultserver.url(key=key + "x", status=404), destination=str(daemon.work / "b"))
+    daemon.wait_state(a["id"], "completed")
+    daemon.wait_state(b["id"], "failed")
+    jobs = daemon.rpc_result("transfer.list")
+    assert [j["id"] for j in jobs] == [a["id"], b["id"]]
+    for j in jobs:
+        assert_job_schema(j)
+    assert [j["id"] for j in daemon.rpc_result("transfer.list", {"state": "failed"})] == [b["id"]]
+    assert [j["id"] for j in daemon.jobs("--state", "completed")] == [a["id"]]
+
+
+def test_control_methods_return_the_jobs_acted_on_and_each_refusal(daemon, faultserver, key):
+    running = add(daemon, url=faultserver.url(size=1_000_000, key=key, slow=100_000),
+                  destination=str(daemon.work / "run"))
+    done = add(daemon, url=faultserver.url(size=10, key=key + "d"), destination=str(daemon.work / "done"))
+    daemon.wait_state(done["id"], "completed")
+    daemon.wait_state(running["id"], "running")
+    result = daemon.rpc_result("transfer.pause", {"ids": [running["id"], done["id"], 424242]})
+    assert set(result) == {"jobs", "refused"}
+    assert [j["id"] for j in result["jobs"]] == [running["id"]]
+    assert result["jobs"][0]["state"] == "paused"
+    assert_job_schema(result["jobs"][0])
+    refused = {r["id"]: r for r in result["refused"]}
+    assert set(refused) == {done["id"], 424242}
+    for r in result["refused"]:
+        assert set(r) == {"id", "state", "message"}, f"a refusal is {{id, state, message}} (state null when unknown): {r}"
+        assert isinstance(r["message"], str) and r["message"]
+    assert refused[done["id"]]["state"] == "completed" and refused[424242]["state"] is None
+    result = daemon.rpc_result("transfer.resume", {"ids": [done["id"]]})
+    assert result["jobs"] == [] and [r["id"] for r in result["refused"]] == [done["id"]]
+    result = daemon.rpc_result("transfer.cancel", {"ids": [running["id"]]})
+    assert result["jobs"][0]["state"] == "cancelled" and result["refused"] == []
+    result = daemon.rpc_result("transfer.retry", {"ids": [running["id"]]})
+    assert result["jobs"][0]["state"] in ("queued", "running")
+    daemon.wait_state(running["id"], "running")
+    result = daemon.rpc_result("transfer.remove", {"ids": [running["id"], done["id"]], "deleteFiles": True})
+    assert sorted(j["id"] for j in result["jobs"]) == sorted([running["id"], done["id"]])
+    assert daemon.rpc_result("transfer.list") == []
+    assert not (daemon.work / "done").exists(), "deleteFiles deletes a completed download"
+    assert not (daemon.work / "run.aftpart").exists()
+    assert not (daemon.work / "run").exists()
+
+
+def test_daemon_status_reports_the_documented_fields(daemon):
+    st = daemon.rpc_result("daemon.status")
+    for k in ("pid", "version", "home", "socket", "network", "maxActive", "jobs", "startedAt"):
+        assert k in st, f"daemon.status lacks {k}: {st}"
+    assert st["pid"] == daemon.pid
+    assert isinstance(st["version"], str) and st["version"]
+    assert st["home"] == str(daemon.home) and st["socket"] == str(daemon.socket)
+    assert st["network"] in ("reachable", "unreachable")
+    assert st["maxActive"] == 4
+    assert isinstance(st["jobs"], dict) and all(k in STATES and is_int(v) for k, v in st["jobs"].items())
+    assert RFC3339_UTC.match(st["startedAt"])
+
+
+def test_events_subscribe_streams_progress_and_state_notifications(daemon, faultserver, key):
+    with daemon.connect(timeout=20) as c:
+        resp = c.call("events.subscribe")
+        assert resp["result"] == {"subscribed": True}, resp
+        job = add(daemon, url=faultserver.url(size=300_000, seed=5, key=key, slow=150_000),
+                  destination=str(daemon.work / "ev.bin"))
+        states, progress = [], []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            msg = c.recv(timeout=20)
+            assert msg is not None, "the daemon closed the subscription"
+            assert msg.get("jsonrpc") == "2.0" and "id" not in msg, msg
+            params = msg["params"]
+            assert_job_schema(params)
+            if params["id"] != job["id"]:
+                continue
+            if msg["method"] == "transfer.state":
+                states.append(params["state"])
+                if params["state"] == "completed":
+                    # Already written to the database when told.
+                    assert daemon.rpc_result("transfer.get", {"id": job["id"]})["state"] == "completed"
+                    break
+            else:
+                assert msg["method"] == "transfer.progress", msg
+                progress.append((time.monotonic(), params["bytes"]))
+        assert states and states[-1] == "completed", states
+        assert "running" in states, states
+        assert len(progress) >= 2, "progress notifications while the job transfers"
+        span = progress[-1][0] - progress[0][0]
+        assert len(progress) <= 4 * span + 4, f"{len(progress)} progress notes in {span:.2f}s (at most ~4/s)"
+        assert [b for _, b in progress] == sorted(b for _, b in progress)
+
+
+def test_a_subscription_can_be_limited_to_some_jobs(daemon, faultserver, key):
+    a = add(daemon, url=faultserver.url(size=10, key=key, delay=1), destination=str(daemon.work / "a"))
+    with daemon.connect(timeout=10) as c:
+        assert c.call("events.subscribe", {"ids": [a["id"]]})["result"] == {"subscribed": True}
+        b = add(daemon, url=faultserver.url(size=10, key=key + "b"), destination=str(daemon.work / "b"))
+        seen = set()
+        while True:
+            msg = c.recv(timeout=10)
+            seen.add(msg["params"]["id"])
+            if msg["method"] == "transfer.state" and msg["params"]["state"] == "completed":
+                break
+        assert seen == {a["id"]}, f"notifications for unsubscribed jobs: {seen}"
+    daemon.wait_state(b["id"], "completed")
+
+
+def test_daemon_shutdown_answers_then_exits_0(daemon):
+    resp = daemon.rpc("daemon.shutdown", id=3)
+    assert resp.get("result") == {} and resp["id"] == 3, resp
+    rc = daemon.proc.wait(timeout=5)
+    assert rc == 0, f"exit status {rc}"
