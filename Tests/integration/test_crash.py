@@ -1,0 +1,143 @@
+"""Crash safety (issue 2): concurrent downloads, `kill -9` at random moments, restart; every file
+byte-identical, every job completed exactly once, no destination ever holding wrong bytes.
+
+The random seed is printed (and taken from $AFT_CRASH_SEED when set) so a failure can be replayed.
+"""
+
+import hashlib
+import os
+import random
+import threading
+import time
+
+import pytest
+
+from conftest import sha256_file
+
+
+class DestinationWatcher(threading.Thread):
+    """Watches destination paths: whenever one exists it must have the expected size, and each
+    new version of it (inode, mtime, size) is hashed and must have the expected digest."""
+
+    def __init__(self, expected: dict) -> None:
+        super().__init__(daemon=True)
+        self.expected = expected  # path -> (size, sha256)
+        self.seen = {}
+        self.violations = []
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            for path, (size, digest) in self.expected.items():
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    continue
+                version = (st.st_ino, st.st_mtime_ns, st.st_size)
+                if st.st_size != size:
+                    self.violations.append(f"{path} held {st.st_size} bytes, expected {size}")
+                if self.seen.get(path) != version:
+                    self.seen[path] = version
+                    try:
+                        got = sha256_file(path)
+                    except FileNotFoundError:
+                        continue
+                    if got != digest:
+                        self.violations.append(f"{path} held wrong bytes (sha256 {got})")
+            self.stop_event.wait(0.01)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(timeout=10)
+
+
+@pytest.mark.timeout(240)
+def test_concurrent_downloads_survive_repeated_kill_9_byte_identical_and_complete_exactly_once(
+        daemon, faultserver, nginx, key):
+    seed = int(os.environ.get("AFT_CRASH_SEED", str(int(time.time() * 1000) % 1_000_000)))
+    print(f"AFT_CRASH_SEED={seed}")
+    rng = random.Random(seed)
+
+    # (url, size, sha256, destination, log key or nginx name)
+    specs = []
+    for i, (size, bps) in enumerate([(1_500_000, 400_000), (2_000_000, 500_000), (1_000_000, 300_000)]):
+        k = f"{key}-{i}"
+        specs.append((faultserver.url(f"/crash/f{i}.bin", size=size, seed=100 + i, key=k, slow=bps), size,
+                      faultserver.sha256(size, 100 + i), daemon.work / f"f{i}.bin", ("fs", k)))
+    k = f"{key}-nolen"
+    specs.append((faultserver.url("/crash/nolen.bin", size=900_000, seed=200, key=k, slow=300_000, nolength=1),
+                   900_000, faultserver.sha256(900_000, 200), daemon.work / "nolen.bin", ("fs", k)))
+    for i in range(2):
+        name = f"crash/n{i}-{key}.bin"
+        size = 2 * 1024 * 1024 + i
+        digest = nginx.make_file(name, size)
+        specs.append((nginx.url(name, rate=450_000), size, digest, daemon.work / f"n{i}.bin", ("nginx", name)))
+
+    watcher = DestinationWatcher({str(dest): (size, digest) for _, size, digest, dest, _ in specs})
+    watcher.start()
+    try:
+        ids = [daemon.download(url, "-o", dest) for url, _, _, dest, _ in specs]
+        for round in range(5):
+            time.sleep(rng.uniform(0.2, 1.6))
+            daemon.kill9()
+            time.sleep(rng.uniform(0.0, 0.3))
+            daemon.start()
+        for id in ids:
+            daemon.wait_state(id, "completed", timeout=120)
+    finally:
+        watcher.stop()
+
+    assert not watcher.violations, "a destination held wrong bytes:\n" + "\n".join(watcher.violations[:10])
+    jobs = daemon.jobs()
+    assert sorted(j["id"] for j in jobs) == sorted(ids), "no job may be lost or duplicated"
+    for (url, size, digest, dest, _), id in zip(specs, ids):
+        assert sha256_file(dest) == digest, f"{dest} is not byte-identical"
+        job = daemon.job(id)
+        assert job["state"] == "completed" and job["bytes"] == size and job["sha256"] == digest
+    assert not [p for p in os.listdir(daemon.work) if p.endswith(".aftpart")], os.listdir(daemon.work)
+
+    # Exactly once: after another crash and restart, nothing runs again and nothing changes.
+    before = {id: daemon.job(id)["completedAt"] for id in ids}
+    inodes = {str(dest): os.stat(dest).st_ino for _, _, _, dest, _ in specs}
+    fs_counts = {src[1]: len(faultserver.log(src[1])) for *_, src in specs if src[0] == "fs"}
+    nginx_count = len(nginx.log())
+    daemon.kill9()
+    daemon.start()
+    time.sleep(1.5)
+    for id in ids:
+        assert daemon.job(id)["completedAt"] == before[id], f"job {id} completed twice"
+    for _, _, _, dest, _ in specs:
+        assert os.stat(dest).st_ino == inodes[str(dest)], f"{dest} was written again"
+    for k, n in fs_counts.items():
+        assert len(faultserver.log(k)) == n, f"a completed job requested {k} again"
+    assert len(nginx.log()) == nginx_count, "a completed job requested nginx again"
+
+
+def test_a_job_acknowledged_by_download_survives_an_immediate_kill_9(daemon, faultserver, key):
+    dest = daemon.work / "ack.bin"
+    id = daemon.download(faultserver.url(size=50_000, seed=7, key=key, delay=0.5), "-o", dest)
+    daemon.kill9()
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == faultserver.sha256(50_000, 7)
+    assert [j["id"] for j in daemon.jobs()] == [id]
+
+
+@pytest.mark.timeout(120)
+def test_kill_9_while_paused_and_while_waiting_keeps_each_state(daemon, faultserver, key):
+    paused = daemon.download(faultserver.url(size=600_000, seed=8, key=key + "p", slow=200_000),
+                             "-o", daemon.work / "p.bin")
+    waiting = daemon.download(faultserver.url(size=1000, seed=9, key=key + "w", status=503, times=1,
+                                              retryafter=3), "-o", daemon.work / "w.bin")
+    daemon.wait_bytes(paused, 100_000)
+    daemon.cli("pause", paused, check=0)
+    kept = daemon.wait_state(paused, "paused")["bytes"]
+    daemon.wait_state(waiting, "waiting")
+    daemon.kill9()
+    daemon.start()
+    assert daemon.job(paused)["state"] == "paused" and daemon.job(paused)["bytes"] == kept
+    daemon.wait_state(waiting, "completed", timeout=30)
+    daemon.cli("resume", paused, check=0)
+    daemon.wait_state(paused, "completed", timeout=30)
+    assert sha256_file(daemon.work / "p.bin") == faultserver.sha256(600_000, 8)
+    assert sha256_file(daemon.work / "w.bin") == faultserver.sha256(1000, 9)

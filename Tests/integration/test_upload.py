@@ -1,0 +1,301 @@
+"""Uploads end to end (SPEC "Uploads", issue 3), verified on the server side by what arrived."""
+
+import hashlib
+import json
+import os
+import time
+
+import pytest
+
+from conftest import assert_job_schema, sha256_bytes, sha256_file, write_random_file
+
+
+def last_upload(faultserver, key) -> dict:
+    log = faultserver.log(key)
+    assert log, "the server saw no request"
+    return log[-1]
+
+
+def test_a_put_upload_streams_the_file_and_arrives_byte_identical(daemon, faultserver, key):
+    src = daemon.work / "payload.bin"
+    size = 3 * 1024 * 1024 + 5
+    digest = write_random_file(src, size)
+    r = daemon.cli("upload", src, faultserver.url("/upload", key=key), "--wait", check=0, timeout=60)
+    id = int(r.out.split()[0])
+    entry = last_upload(faultserver, key)
+    up = entry["upload"]
+    assert entry["method"] == "PUT"
+    assert up["complete"] and up["size"] == size and up["sha256"] == digest
+    assert up["contentLength"] == size and not up["chunked"], "a file upload sends a Content-Length"
+    assert up["contentType"] == "application/octet-stream"
+    job = daemon.job(id)
+    assert_job_schema(job)
+    assert job["kind"] == "upload" and job["method"] == "PUT" and job["state"] == "completed"
+    assert job["destination"] == str(src)
+    assert job["bytes"] == job["total"] == size and job["fraction"] == 1
+    assert job["sha256"] == digest and job["httpStatus"] == 201
+    resp = job["response"]
+    assert resp is not None and resp["status"] == 201
+    assert json.loads(resp["body"])["sha256"] == digest
+    assert any(k.lower() == "content-type" for k in resp["headers"]), resp["headers"]
+
+
+def test_a_post_upload_arrives_with_a_content_type_guessed_from_the_extension(daemon, faultserver, key):
+    src = daemon.work / "data.json"
+    src.write_text(json.dumps({"hello": "world"}))
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--method", "POST")
+    job = daemon.wait_state(id, "completed")
+    entry = last_upload(faultserver, key)
+    assert entry["method"] == "POST" and job["method"] == "POST"
+    assert entry["upload"]["sha256"] == sha256_file(src)
+    ctype = entry["upload"]["contentType"] or ""
+    assert ctype.startswith("application/json"), f"Content-Type {ctype!r}"
+
+
+def test_a_post_upload_of_an_unknown_type_is_never_sent_as_form_urlencoded(daemon, faultserver, key):
+    src = daemon.work / "blob.zzz-unknown"
+    write_random_file(src, 1000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--method", "POST")
+    daemon.wait_state(id, "completed")
+    assert last_upload(faultserver, key)["upload"]["contentType"] == "application/octet-stream"
+
+
+def test_the_users_content_type_header_wins(daemon, faultserver, key):
+    src = daemon.work / "table.json"
+    src.write_text("a,b\n1,2\n")
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "-H", "Content-Type: text/csv")
+    daemon.wait_state(id, "completed")
+    assert last_upload(faultserver, key)["upload"]["contentType"] == "text/csv"
+
+
+def test_a_multipart_upload_with_two_files_and_two_fields(daemon, faultserver, key):
+    png = daemon.work / "photo.png"
+    txt = daemon.work / "notes.txt"
+    png_digest = write_random_file(png, 300_000)
+    txt.write_text("some notes\n" * 1000)
+    id = daemon.upload("--form", f"image=@{png};type=image/x-custom", "--form", f"doc=@{txt};filename=renamed.txt",
+                       "--form", "title=Holiday", "--form", "note=two words",
+                       faultserver.url("/upload", key=key))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    entry = last_upload(faultserver, key)
+    up = entry["upload"]
+    assert entry["method"] == "POST" and job["method"] == "POST"
+    assert up["contentType"].startswith("multipart/form-data; boundary=")
+    assert up["multipartComplete"] and not up["multipartErrors"], up
+    parts = up["parts"]
+    assert [p["name"] for p in parts] == ["image", "doc", "title", "note"]
+    image, doc, title, note = parts
+    assert (image["filename"], image["contentType"], image["size"], image["sha256"]) == (
+        "photo.png", "image/x-custom", 300_000, png_digest)
+    assert doc["filename"] == "renamed.txt" and doc["size"] == txt.stat().st_size
+    assert doc["sha256"] == sha256_file(txt) and (doc["contentType"] or "").startswith("text/plain")
+    assert title["filename"] is None and title["value"] == "Holiday"
+    assert note["filename"] is None and note["value"] == "two words"
+    assert_job_schema(job)
+    assert job["destination"] is None
+    assert job["total"] == up["size"] and job["bytes"] == up["size"], "bytes/total are of the whole encoded body"
+    assert job["sha256"] == up["sha256"], "sha256 is of the whole encoded body"
+
+
+def test_response_saves_the_response_body_to_a_file(daemon, faultserver, key):
+    src = daemon.work / "r.bin"
+    digest = write_random_file(src, 10_000)
+    out = daemon.work / "response.json"
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--response", out)
+    daemon.wait_state(id, "completed")
+    answer = json.loads(out.read_text())
+    assert answer["sha256"] == digest and answer["size"] == 10_000
+
+
+def test_without_response_the_first_64_kib_of_the_body_are_kept(daemon, faultserver, key):
+    src = daemon.work / "big-answer.bin"
+    write_random_file(src, 100)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, respsize=200_000))
+    job = daemon.wait_state(id, "completed")
+    body = job["response"]["body"]
+    assert body.startswith('{"key"') and 60_000 <= len(body.encode()) <= 65536, len(body.encode())
+
+
+def test_a_rejected_upload_fails_with_http_status(daemon, faultserver, key):
+    src = daemon.work / "x.bin"
+    write_random_file(src, 100)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, status=403))
+    job = daemon.wait_state(id, "failed")
+    assert job["error"]["code"] == "http_status" and job["httpStatus"] == 403
+
+
+def test_a_connection_dropped_mid_upload_is_retried_from_byte_zero(daemon, faultserver, key):
+    src = daemon.work / "drop.bin"
+    size = 2 * 1024 * 1024
+    digest = write_random_file(src, size)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, drop=700_000, times=1))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert len(log) == 2
+    assert log[0]["dropped"] and not log[0]["upload"]["complete"]
+    assert log[1]["upload"]["complete"] and log[1]["upload"]["size"] == size and log[1]["upload"]["sha256"] == digest
+    assert "content-range" not in log[1]["headers"], "an upload restarts from byte 0"
+    assert job["attempts"] == 2 and job["bytes"] == size
+
+
+@pytest.mark.parametrize("method", ["PUT", "POST"])
+def test_a_503_then_success_is_retried_for_put_and_post(daemon, faultserver, key, method):
+    src = daemon.work / "s.bin"
+    digest = write_random_file(src, 200_000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, status=503, times=1), "--method", method)
+    daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert [e["status"] for e in log] == [503, 201]
+    assert log[1]["upload"]["sha256"] == digest
+
+
+def test_retries_0_never_sends_an_upload_twice(daemon, faultserver, key):
+    src = daemon.work / "once.bin"
+    write_random_file(src, 1000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, status=503), "--method", "POST", "--retries", "0")
+    daemon.wait_state(id, "failed")
+    time.sleep(1.0)
+    assert len(faultserver.log(key)) == 1
+
+
+def test_a_source_that_changed_since_enqueue_fails_with_source_changed(daemon, faultserver, key):
+    src = daemon.work / "changing.bin"
+    write_random_file(src, 50_000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, status=503, times=1, retryafter=2))
+    daemon.wait_state(id, "waiting")
+    with open(src, "ab") as f:
+        f.write(b"more bytes")
+    job = daemon.wait_state(id, "failed", timeout=20)
+    assert job["error"]["code"] == "source_changed" and job["error"]["retryable"] is False
+    assert len(faultserver.log(key)) == 1
+
+
+def test_uploads_follow_307_and_308_and_send_the_body_again(daemon, faultserver, key):
+    for code in (307, 308):
+        k = f"{key}-{code}"
+        src = daemon.work / f"r{code}.bin"
+        digest = write_random_file(src, 300_000)
+        target = faultserver.url("/upload-final", key=k)
+        id = daemon.upload(src, faultserver.url("/upload", key=k, redirect=target, code=code))
+        daemon.wait_state(id, "completed", timeout=20)
+        log = faultserver.log(k)
+        assert log[-1]["path"] == "/upload-final" and log[-1]["method"] == "PUT"
+        assert log[-1]["upload"]["sha256"] == digest
+
+
+def test_other_redirects_of_an_upload_fail_with_redirect(daemon, faultserver, key):
+    src = daemon.work / "r302.bin"
+    write_random_file(src, 1000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, redirect=faultserver.url("/elsewhere", key=key),
+                                            code=302))
+    job = daemon.wait_state(id, "failed")
+    assert job["error"]["code"] == "redirect"
+    assert all(e["path"] == "/upload" for e in faultserver.log(key)), "a 302 of an upload must not be followed"
+
+
+def test_upload_progress_counts_bytes_sent(daemon, faultserver, key):
+    src = daemon.work / "prog.bin"
+    size = 8 * 1024 * 1024
+    write_random_file(src, size)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=2_000_000))
+    job = daemon.wait_bytes(id, 1)
+    seen = []
+    while job["state"] != "completed":
+        assert job["total"] == size
+        if job["state"] == "running":
+            seen.append(job)
+        time.sleep(0.2)
+        job = daemon.job(id)
+        assert job["state"] in ("running", "completed"), job
+    assert any(0 < j["bytes"] < size and 0 < j["fraction"] < 1 for j in seen), "progress while sending"
+    assert job["bytes"] == size
+
+
+@pytest.mark.timeout(120)
+def test_an_upload_survives_kill_9_of_the_daemon(daemon, faultserver, key):
+    src = daemon.work / "k9.bin"
+    size = 6 * 1024 * 1024
+    digest = write_random_file(src, size)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=1_500_000))
+    daemon.wait_state(id, "running")
+    time.sleep(1.5)
+    daemon.kill9()
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=60)
+    log = faultserver.log(key)
+    assert len(log) >= 2
+    assert not log[0]["upload"]["complete"]
+    final = log[-1]["upload"]
+    assert final["complete"] and final["size"] == size and final["sha256"] == digest
+
+
+def test_credentials_of_an_upload_are_sent_and_never_printed(daemon, faultserver, key):
+    secret = "up-Kk44-secret"
+    src = daemon.work / "a.bin"
+    write_random_file(src, 100)
+    id = daemon.upload(src, faultserver.url("/upload", key=key,
+                                            authsha256=sha256_bytes(f"me:{secret}".encode())),
+                       "--user", f"me:{secret}")
+    daemon.wait_state(id, "completed")
+    for args in (("status", id, "--json"), ("list", "--json"), ("curl", id)):
+        r = daemon.cli(*args, check=0)
+        assert secret not in r.out + r.err
+
+
+# MARK: - Bad input
+
+
+def test_bad_upload_input_is_refused_with_exit_2_and_nothing_queued(daemon, faultserver, key):
+    url = faultserver.url("/upload", key=key)
+    (daemon.work / "adir").mkdir()
+    ok = daemon.work / "ok.txt"
+    ok.write_text("x")
+    cases = [
+        ("upload", daemon.work / "missing.bin", url),
+        ("upload", daemon.work / "adir", url),
+        ("upload", ok, "ftp://127.0.0.1/x"),
+        ("upload", ok, url, "--method", "DELETE"),
+        ("upload", "--form", "novalue", url),
+        ("upload", "--form", "=@" + str(ok), url),
+        ("upload", "--form", f"f=@{daemon.work / 'missing.bin'}", url),
+        ("upload", "--form", f"f=@{daemon.work / 'adir'}", url),
+    ]
+    for args in cases:
+        r = daemon.cli(*args)
+        assert r.rc == 2, f"{args}: {r}"
+        assert r.err.strip()
+    assert daemon.jobs() == []
+    assert faultserver.log(key) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read a mode-000 file")
+def test_an_unreadable_file_is_refused(daemon, faultserver, key):
+    src = daemon.work / "secret.bin"
+    src.write_text("x")
+    os.chmod(src, 0)
+    assert daemon.cli("upload", src, faultserver.url("/upload", key=key)).rc == 2
+
+
+# MARK: - Memory
+
+
+@pytest.mark.timeout(300)
+def test_a_1_gib_upload_keeps_the_daemons_peak_rss_under_64_mib(daemon, faultserver, key):
+    src = daemon.work / "gig.bin"
+    size = 1024 * 1024 * 1024
+    with open(src, "wb") as f:
+        f.truncate(size)  # sparse: the bytes are zeros, the disk stays free
+    zeros = hashlib.sha256()
+    chunk = bytes(1 << 20)
+    for _ in range(1024):
+        zeros.update(chunk)
+    id = daemon.upload(src, faultserver.url("/upload", key=key))
+    job = daemon.wait_state(id, "completed", timeout=240)
+    with open(f"/proc/{daemon.pid}/status") as f:
+        status = dict(line.split(":", 1) for line in f if ":" in line)
+    hwm_kib = int(status["VmHWM"].split()[0])
+    print(f"daemon VmHWM after a 1 GiB upload: {hwm_kib / 1024:.1f} MiB")
+    up = last_upload(faultserver, key)["upload"]
+    assert up["size"] == size and up["sha256"] == zeros.hexdigest()
+    assert job["bytes"] == size
+    assert hwm_kib < 64 * 1024, f"daemon peak RSS {hwm_kib / 1024:.1f} MiB"
