@@ -41,7 +41,38 @@ final class DownloadTask: TransferTask {
         total = record.total
     }
 
-    /// Creates parent directories if asked, opens the part and hashes what it holds.
+    /// Opens the part, then hashes the bytes it already holds on libuv's pool (a large part would
+    /// block the loop) before the first request.
+    override func start() throws {
+        try prepare()
+        guard offset > 0, let part else {
+            try startHop()
+            return
+        }
+        let rfd = open(part.path, O_RDONLY | O_CLOEXEC)
+        guard rfd >= 0 else {
+            restartUnverifiable()
+            try startHop()
+            return
+        }
+        isPreparing = true
+        hasher.update(loop: engine.loop, fd: rfd, length: offset) { ok in
+            close(rfd)
+            self.isPreparing = false
+            guard self.stopReason == nil else { return }
+            if !ok { self.restartUnverifiable() }
+            do { try self.startHop() } catch {
+                self.complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+            }
+        }
+    }
+
+    /// Bytes that cannot be read back cannot be verified: start over.
+    private func restartUnverifiable() {
+        resetToZero()
+    }
+
+    /// Creates parent directories if asked and opens the part; `offset` is its size.
     private func openPart(for dest: String) throws {
         let dir = (dest as NSString).deletingLastPathComponent
         try engine.ensureDirectory(dir, create: record.request.createDirs == true)
@@ -49,16 +80,6 @@ final class DownloadTask: TransferTask {
         part = p
         offset = p.size()
         hasher = Sha256()
-        if offset > 0 {
-            let rfd = open(p.path, O_RDONLY | O_CLOEXEC)
-            defer { if rfd >= 0 { close(rfd) } }
-            if rfd < 0 || !hasher.update(fd: rfd, length: offset) {
-                // Unreadable bytes cannot be verified: start over.
-                _ = p.truncate(to: 0)
-                offset = 0
-                hasher = Sha256()
-            }
-        }
     }
 
     override var overriddenHeaders: [String] { ["accept-encoding", "range", "if-range"] }

@@ -457,7 +457,7 @@ public final class Engine {
 
     /// Whether a job's attempt is finishing (verified, being moved into place).
     private func isFinishing(_ id: Int64) -> Bool {
-        if let t = tasks[id] { return !t.isInMulti }
+        if let t = tasks[id] { return !t.isInMulti && !t.isPreparing }
         return false
     }
 

@@ -1,4 +1,5 @@
 import COpenSSL
+import CUV
 import Foundation
 
 /// Incremental SHA-256 (OpenSSL EVP). Loop-thread only.
@@ -18,22 +19,50 @@ public final class Sha256 {
         EVP_DigestUpdate(ctx, p, count)
     }
 
-    /// Adds the first `length` bytes of the open file `fd` (read with pread, in 1 MiB chunks).
+    /// Adds the first `length` bytes of the open file `fd`, synchronously.
     /// Returns false on a read error or a short file.
     public func update(fd: Int32, length: Int64) -> Bool {
-        let chunk = 1 << 20
-        let buf = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 16)
-        defer { buf.deallocate() }
-        var off: Int64 = 0
-        while off < length {
-            let want = Int(min(Int64(chunk), length - off))
-            let n = pread(fd, buf, want, off_t(off))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            update(buf, n)
-            off += Int64(n)
+        aft_sha256_update_fd(ctx, fd, length) == 0
+    }
+
+    private final class Work {
+        let ctx: OpaquePointer?
+        let fd: Int32
+        let length: Int64
+        let completion: (Bool) -> Void
+        /// Written on the pool thread, read in the after-callback on the loop thread.
+        var ok = false
+        init(ctx: OpaquePointer?, fd: Int32, length: Int64, completion: @escaping (Bool) -> Void) {
+            self.ctx = ctx
+            self.fd = fd
+            self.length = length
+            self.completion = completion
         }
-        return true
+    }
+
+    /// Adds the first `length` bytes of `fd` on libuv's thread pool and calls `completion` on the
+    /// loop thread. The digest must not be touched until then. The request and its box are
+    /// released in the after-work callback (the one place).
+    public func update(loop: EventLoop, fd: Int32, length: Int64, completion: @escaping (Bool) -> Void) {
+        let req = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
+        let box = Work(ctx: ctx, fd: fd, length: length, completion: completion)
+        let opaque = Unmanaged.passRetained(box).toOpaque()
+        req.pointee.data = opaque
+        let rc = uv_queue_work(loop.raw, req, { req in
+            guard let req, let data = req.pointee.data else { return }
+            let w = Unmanaged<Work>.fromOpaque(data).takeUnretainedValue()
+            w.ok = aft_sha256_update_fd(w.ctx, w.fd, w.length) == 0
+        }, { req, _ in
+            guard let req else { return }
+            let w = req.pointee.data.map { Unmanaged<Work>.fromOpaque($0).takeRetainedValue() }
+            req.deallocate()
+            w?.completion(w?.ok ?? false)
+        })
+        if rc != 0 {
+            Unmanaged<Work>.fromOpaque(opaque).release()
+            req.deallocate()
+            completion(update(fd: fd, length: length))
+        }
     }
 
     /// The hex digest (the context is finished; create a new one for more).

@@ -54,6 +54,8 @@ open class TransferTask {
     public var stopReason: StopReason?
     /// Whether the easy handle is in the multi now.
     var isInMulti = false
+    /// Whether the attempt is still getting ready (e.g. hashing a resumed part off the loop).
+    var isPreparing = false
 
     init(engine: Engine, record: JobRecord) {
         self.engine = engine
