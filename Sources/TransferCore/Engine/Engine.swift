@@ -332,6 +332,17 @@ public final class Engine {
 
     private func onTick() {
         let now = loop.nowMillis
+        // Stalls: no byte for the stall window ends the attempt (libcurl's low-speed check
+        // averages over several seconds and fires late).
+        let window = UInt64(config.stallTimeout * 1000)
+        for (_, t) in tasks where t.isInMulti && now &- t.lastProgressAt > window {
+            guard let e = t.easy else { continue }
+            multi.remove(e.handle)
+            byEasy[e.handle] = nil
+            t.isInMulti = false
+            let secs = Int(config.stallTimeout)
+            t.complete(failure: TransferError(.timeout, "stalled: under 1 byte/s for \(secs) s", retryable: true))
+        }
         for (id, t) in tasks {
             t.rate.sample(bytes: t.bytes, now: now)
             if lastProgressEvent[id] != t.bytes, let r = try? store.job(id) {

@@ -109,8 +109,6 @@ open class TransferTask {
         e.set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by RedirectPolicy
         e.set(CURLOPT_USERAGENT, "aftransfer/\(AFTransferVersion.string)")
         e.set(CURLOPT_CONNECTTIMEOUT, 30)
-        e.set(CURLOPT_LOW_SPEED_LIMIT, 1)
-        e.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(engine.config.stallTimeout.rounded(.up))))
         e.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         e.set(CURLOPT_HEADERDATA, pointer: me)
         e.set(CURLOPT_HEADERFUNCTION, callback: { ptr, size, n, ud in
@@ -162,6 +160,7 @@ open class TransferTask {
     // MARK: - Headers
 
     func headerLine(_ p: UnsafeMutablePointer<CChar>, _ n: Int) -> Int {
+        lastProgressAt = engine.loop.nowMillis
         let raw = UnsafeRawBufferPointer(start: p, count: n)
         let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
