@@ -236,7 +236,9 @@ open class TransferTask {
 
     /// Ends the attempt with an error.
     func complete(failure: TransferError) {
-        let retryAfter = header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
+        // SPEC: Retry-After is honoured (as a minimum) on 429 and 503.
+        let retryAfter = (status == 429 || status == 503)
+            ? header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) } : nil
         failed(failure) {
             self.engine.attemptEnded(self, .failed(failure, retryAfter: retryAfter))
         }
