@@ -134,7 +134,8 @@ open class TransferTask {
             e.set(CURLOPT_SSL_VERIFYPEER, 0)
             e.set(CURLOPT_SSL_VERIFYHOST, 0)
         }
-        if req.pinCert != nil { e.set(CURLOPT_CERTINFO, 1) }
+        // Checked before the request is sent, on a fresh connection (PinnedCertificate).
+        if req.pinCert != nil { PinnedCertificate.enforce(on: e, task: me) }
         let extra = extraHeaders()
         let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overriddenHeaders)
         var lines: [String] = []
@@ -173,8 +174,9 @@ open class TransferTask {
             if let s = status, s >= 200 {
                 headersComplete = true
                 if !(300..<400).contains(s) || header("location") == nil {
+                    // Belt and braces: the prerequest check has already passed for this hop.
                     if let pin = record.request.pinCert, !PinnedCertificate.chainContains(easy: easy, pemFile: pin) {
-                        abortError = TransferError(.tls, "the server's chain does not contain the pinned certificate", retryable: false)
+                        abortError = PinnedCertificate.mismatch
                         return 0
                     }
                     responseHeadersComplete()
