@@ -6,6 +6,9 @@ What is here (all reusable by any test file in this directory):
   ``swift build --show-bin-path`` in the repo root. Nothing is built here: ``scripts/test`` builds.
 - ``faultserver`` (session): our fault-injecting HTTP server (``Tests/faultserver``), with
   ``url(path, **knobs)``, ``log(key)``, ``reset(key)``, ``data(size, seed)``, ``sha256(size, seed)``.
+  More servers (e.g. inside a network namespace): ``FaultServer(host=..., prefix=("ip", "netns",
+  "exec", NS))``; stop them with ``.stop()`` (the finalizer checks they are gone). Its ``log()``
+  is fetched over HTTP from this process, so the server must be reachable from here to use it.
 - ``key`` (function): a fresh faultserver key for this test (scopes its counters and log).
 - ``nginx`` (session): a real nginx on 127.0.0.1 serving a temp docroot, with
   ``make_file(name, size) -> sha256``, ``url(name, rate=None)``, ``log()``.
@@ -416,12 +419,15 @@ class FaultServer:
 
     _counter = itertools.count(1)
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1", prefix=()) -> None:
+        """Starts the server on ``host`` (any free port); ``prefix`` wraps the command, e.g.
+        ``("ip", "netns", "exec", "ns-server")`` to run it inside a network namespace."""
         self.root = make_temp_root("aft-fs-")
         self.log_path = self.root / "faultserver.log"
         self._log = open(self.log_path, "wb")
         self.proc = spawn(
-            [sys.executable, str(FAULTSERVER_DIR / "faultserver.py"), "--port", "0"],
+            [*map(str, prefix), sys.executable, str(FAULTSERVER_DIR / "faultserver.py"), "--host", host,
+             "--port", "0"],
             "faultserver", stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL,
             env=clean_env(),
         )
@@ -438,18 +444,18 @@ class FaultServer:
         m = re.match(rb"PORT=(\d+)", line)
         assert m, line
         self.port = int(m.group(1))
-        self.host = "127.0.0.1"
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.host = host
+        self.base = f"http://{host}:{self.port}"
 
     def new_key(self, hint: str = "k") -> str:
         hint = re.sub(r"[^A-Za-z0-9]+", "-", hint)[-40:]
         return f"{hint}-{next(self._counter)}-{uuid.uuid4().hex[:6]}"
 
-    def url(self, path: str = "/data", host: str = "127.0.0.1", **knobs) -> str:
+    def url(self, path: str = "/data", host: str | None = None, **knobs) -> str:
         """A URL on this server; knobs become the query (values are percent-encoded)."""
         query = "&".join(f"{k}={urllib.parse.quote(str(v), safe='')}" for k, v in knobs.items()
                          if v is not None)
-        return f"http://{host}:{self.port}{path}" + (f"?{query}" if query else "")
+        return f"http://{host or self.host}:{self.port}{path}" + (f"?{query}" if query else "")
 
     def log(self, key: str) -> list[dict]:
         """Every request of ``key``: method, headers, range, ifRange, status, sent, upload…"""
