@@ -17,6 +17,9 @@ static inline CURLcode aft_easy_setopt_string(CURL *h, CURLoption o, const char 
 static inline CURLcode aft_easy_setopt_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode aft_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode aft_easy_setopt_data_cb(CURL *h, CURLoption o, aft_curl_data_cb v) { return curl_easy_setopt(h, o, v); }
+typedef int (*aft_curl_prereq_cb)(void *clientp, char *conn_primary_ip, char *conn_local_ip,
+                                  int conn_primary_port, int conn_local_port);
+static inline CURLcode aft_easy_setopt_prereq_cb(CURL *h, aft_curl_prereq_cb v) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, v); }
 static inline CURLcode aft_easy_setopt_xferinfo_cb(CURL *h, aft_curl_xferinfo_cb v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
 static inline CURLcode aft_easy_setopt_seek_cb(CURL *h, aft_curl_seek_cb v) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, v); }
 

@@ -57,6 +57,11 @@ public final class CurlEasy {
         if aft_easy_setopt_seek_cb(handle, callback) != CURLE_OK { failed.append("SEEKFUNCTION") }
     }
 
+    /// Sets the prerequest callback (runs once the connection is up, before the request is sent).
+    public func setPrereq(_ callback: aft_curl_prereq_cb) {
+        if aft_easy_setopt_prereq_cb(handle, callback) != CURLE_OK { failed.append("PREREQFUNCTION") }
+    }
+
     /// Sets the request headers (each `Name: value`).
     public func setHeaders(_ lines: [String]) {
         if let headerList { curl_slist_free_all(headerList) }

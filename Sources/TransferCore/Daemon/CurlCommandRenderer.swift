@@ -34,6 +34,9 @@ public enum CurlCommandRenderer {
         if let user = req.user {
             let name = user.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
             args += ["--user", "\(name):***"]
+        } else if let comps = URLComponents(string: r.url), let name = comps.user {
+            // Credentials in the URL move to --user, password redacted, so the command still names them.
+            args += ["--user", comps.password == nil ? name : "\(name):***"]
         }
         if let rate = req.limitRate { args += ["--limit-rate", rate] }
         if let retries = req.retries { args += ["--retry", "\(retries)"] }

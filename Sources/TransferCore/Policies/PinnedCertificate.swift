@@ -49,10 +49,7 @@ public enum PinnedCertificate {
     /// libcurl's prerequest callback: `clientp` is the unretained ``TransferTask``. Returns
     /// CURL_PREREQFUNC_ABORT (1) when the pin fails; the hop then ends with the task's
     /// `abortError` (`tls`).
-    private static let prereq:
-        @convention(c) (
-            UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
-        ) -> Int32 = { clientp, _, _, _, _ in
+    private static let prereq: aft_curl_prereq_cb = { clientp, _, _, _, _ in
             guard let clientp else { return 1 }
             let task = Unmanaged<TransferTask>.fromOpaque(clientp).takeUnretainedValue()
             guard let pin = task.record.request.pinCert else { return 0 }
@@ -67,8 +64,6 @@ public enum PinnedCertificate {
         easy.set(CURLOPT_CERTINFO, 1)
         easy.set(CURLOPT_FRESH_CONNECT, 1)
         easy.set(CURLOPT_PREREQDATA, pointer: task)
-        // CCurl has no typed setter for this callback; a C function pointer travels through
-        // curl_easy_setopt's varargs exactly as a data pointer does on Linux's ABIs.
-        easy.set(CURLOPT_PREREQFUNCTION, pointer: unsafeBitCast(prereq, to: UnsafeMutableRawPointer.self))
+        easy.setPrereq(prereq)
     }
 }
