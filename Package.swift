@@ -38,6 +38,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "TransferCoreTests", dependencies: ["TransferCore"]),
+        .testTarget(
+            name: "TransferCoreTests",
+            dependencies: ["TransferCore"],
+            resources: [.copy("Fixtures")]
+        ),
     ]
 )
