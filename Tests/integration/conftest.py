@@ -521,12 +521,16 @@ class Nginx:
         self.docroot = self.prefix / "www"
         self.docroot.mkdir()
         (self.prefix / "tmp").mkdir()
+        self.tls = make_test_certificates(self.prefix / "tls")
         last_error = ""
         for _ in range(5):
             self.port = _free_port()
+            self.tls_port = _free_port() if self.tls else None
             conf = NGINX_TEMPLATE.read_text()
+            if not self.tls:
+                conf = re.sub(r"(?s)\n[ \t]*# TLS-BEGIN.*?# TLS-END[^\n]*", "", conf)
             for k, v in {"PREFIX": str(self.prefix), "DOCROOT": str(self.docroot), "PORT": str(self.port),
-                         "USER": "user root;" if os.geteuid() == 0 else ""}.items():
+                         "TLS_PORT": str(self.tls_port), "USER": "user root;" if os.geteuid() == 0 else ""}.items():
                 conf = conf.replace("{{" + k + "}}", v)
             (self.prefix / "nginx.conf").write_text(conf)
             self.proc = spawn(
@@ -542,6 +546,13 @@ class Nginx:
             pytest.fail(f"nginx did not start: {last_error}")
         self.workers = children_of(self.proc.pid)
         self.base = f"http://127.0.0.1:{self.port}"
+        self.tls_base = f"https://127.0.0.1:{self.tls_port}" if self.tls else None
+
+    def tls_url(self, name: str, host: str = "127.0.0.1") -> str:
+        """An https URL of ``name`` (skips the test when no certificate could be made)."""
+        if not self.tls:
+            pytest.skip("no openssl: nginx runs without TLS")
+        return f"https://{host}:{self.tls_port}/{urllib.parse.quote(name)}"
 
     def _wait_ready(self) -> bool:
         deadline = time.monotonic() + 10
@@ -587,6 +598,56 @@ class Nginx:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+
+class Certificates:
+    """A test CA and a server certificate (127.0.0.1, localhost) it signed, as PEM files."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.ca = directory / "ca.crt"
+        self.ca_key = directory / "ca.key"
+        self.server = directory / "server.crt"
+        self.server_key = directory / "server.key"
+        self.chain = directory / "server-chain.crt"
+        self.other_ca = directory / "other-ca.crt"
+
+    def pubkey_pin(self, cert: Path | None = None) -> str:
+        """`sha256//BASE64` of the certificate's public key (curl's --pinnedpubkey form)."""
+        pub = subprocess.run(["openssl", "x509", "-in", str(cert or self.server), "-pubkey", "-noout"],
+                             capture_output=True, check=True).stdout
+        der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "DER"], input=pub, capture_output=True,
+                             check=True).stdout
+        return "sha256//" + base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
+def make_test_certificates(directory: Path) -> Certificates | None:
+    """Makes a CA, a server certificate it signs, and an unrelated CA; None without openssl."""
+    if shutil.which("openssl") is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    c = Certificates(directory)
+
+    def run(*args, **kw):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True, cwd=directory, **kw)
+
+    try:
+        for name, cn in (("ca", "aftransfer test CA"), ("other-ca", "unrelated test CA")):
+            run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3", "-subj", f"/CN={cn}",
+                "-keyout", f"{name}.key", "-out", f"{name}.crt",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
+            "-out", "server.csr")
+        (directory / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                           "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "3", "-out", "server.crt", "-extfile", "ext.cnf")
+    except (subprocess.CalledProcessError, OSError):
+        return None
+    c.chain.write_bytes(c.server.read_bytes() + c.ca.read_bytes())
+    for p in directory.iterdir():
+        os.chmod(p, 0o644)
+    return c
 
 
 @pytest.fixture(scope="session")

@@ -2,13 +2,16 @@
 
 import json
 import os
+import pty
 import re
+import select
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import assert_job_schema, proc_alive, sha256_file, wait_until
+from conftest import assert_job_schema, proc_alive, processes_mentioning, sha256_file, spawn, wait_until
 
 
 def slow_url(faultserver, key, size=2_000_000, bps=100_000, **kw):
@@ -243,3 +246,54 @@ def test_the_socket_option_and_variable_override_the_socket_path(daemon_factory,
     assert json.loads(d.cli("list", "--json", "--socket", sock, check=0).out) == []
     r = d.cli("list", "--json", env={"AFTRANSFER_SOCKET": str(sock)}, check=0)
     assert json.loads(r.out) == []
+
+
+def test_daemon_status_and_daemon_stop_never_start_a_daemon(daemon_factory):
+    d = daemon_factory(start=False)
+    assert d.cli("daemon", "status", autostart=True).rc == 3
+    d.cli("daemon", "stop", autostart=True)
+    time.sleep(0.5)
+    assert not d.socket.exists(), "daemon status/stop must not autostart a daemon"
+    assert processes_mentioning(str(d.home)) == []
+
+
+def test_download_wait_draws_a_progress_bar_on_a_terminal(daemon, faultserver, key):
+    dest = daemon.work / "tty.bin"
+    master, slave = pty.openpty()
+    p = spawn([daemon.cli_exe, "download", faultserver.url(size=900_000, key=key, slow=300_000), "-o", str(dest),
+               "--wait", "--home", str(daemon.home), "--no-autostart"], "aftransfer --wait on a tty",
+              stdin=slave, stdout=subprocess.PIPE, stderr=slave, cwd=daemon.work,
+              env={**daemon.env, "TERM": "xterm", "COLUMNS": "100"})
+    os.close(slave)
+    screen = b""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            screen += chunk
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    out = p.stdout.read().decode()
+    assert p.wait(timeout=10) == 0
+    assert re.fullmatch(r"\d+\n", out), f"stdout holds the id only: {out!r}"
+    text = screen.decode(errors="replace")
+    assert "%" in text, f"the bar shows a percentage: {text[-500:]!r}"
+    assert "\r" in text or "\x1b[" in text, "a terminal bar redraws in place"
+    assert "/s" in text, f"the bar shows a rate: {text[-500:]!r}"
+
+
+def test_a_relative_directory_and_list_file_are_resolved_against_the_working_directory(daemon, faultserver, key):
+    cwd = daemon.work / "cwd"
+    (cwd / "in").mkdir(parents=True)
+    (cwd / "urls.txt").write_text(faultserver.url("/r/listed.bin", size=10, key=key) + "\n")
+    r = daemon.cli("download", "-i", "urls.txt", "-d", "in", cwd=cwd, check=0)
+    id = int(r.out.split()[0])
+    job = daemon.wait_state(id, "completed")
+    assert job["destination"] == str(cwd / "in" / "listed.bin")

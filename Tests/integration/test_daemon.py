@@ -4,6 +4,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import time
@@ -106,3 +107,44 @@ def test_the_daemon_serves_many_clients_at_once(daemon, faultserver, key):
         out, err = p.communicate(timeout=20)
         assert p.returncode == 0, err
         assert json.loads(out) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another uid")
+def test_a_peer_with_another_uid_is_not_served_even_when_the_socket_is_opened_up(daemon):
+    os.chmod(daemon.home, 0o711)
+    os.chmod(daemon.socket, 0o666)
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: become nobody, connect, ask
+            try:
+                os.close(read_end)
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(5)
+                try:
+                    s.connect(str(daemon.socket))
+                    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"transfer.list"}\n')
+                    reply = s.recv(65536)
+                except OSError as e:
+                    reply = f"oserror {e}".encode()
+                os.write(write_end, b"reply:" + reply)
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        write_end = None
+        os.waitpid(pid, 0)
+        with os.fdopen(read_end, "rb") as f:
+            read_end = None
+            reply = f.read().decode(errors="replace")
+    finally:
+        for fd in (read_end, write_end):
+            if fd is not None:
+                os.close(fd)
+        os.chmod(daemon.home, 0o700)
+        os.chmod(daemon.socket, 0o600)
+    assert reply.startswith("reply:"), reply
+    assert '"result"' not in reply, f"a peer with another uid was served: {reply}"
+    assert "result" in daemon.rpc("daemon.status")

@@ -419,3 +419,17 @@ def test_higher_priority_runs_first_then_the_oldest(daemon, faultserver, key):
     started = {name: faultserver.log(f"{key}-{name}")[0]["time"] for name in ("high", "z1", "z2", "low")}
     order = sorted(started, key=started.get)
     assert order == ["high", "z1", "z2", "low"], started
+
+
+def test_a_running_job_reports_bytes_total_fraction_rate_and_eta(daemon, faultserver, key):
+    size = 1_000_000
+    id = daemon.download(faultserver.url(size=size, key=key, slow=250_000), "-o", daemon.work / "prog.bin")
+    daemon.wait_bytes(id, 350_000)
+    job = daemon.job(id)
+    assert_job_schema(job)
+    assert job["state"] == "running" and job["total"] == size
+    assert 0 < job["fraction"] < 1 and abs(job["fraction"] - job["bytes"] / size) < 0.05
+    assert 100_000 < job["rate"] < 700_000, f"smoothed rate {job['rate']} for a 250 KB/s transfer"
+    assert job["eta"] is not None and 0 < job["eta"] < 20, job["eta"]
+    done = daemon.wait_state(id, "completed", timeout=30)
+    assert done["rate"] == 0

@@ -299,3 +299,13 @@ def test_a_1_gib_upload_keeps_the_daemons_peak_rss_under_64_mib(daemon, faultser
     assert up["size"] == size and up["sha256"] == zeros.hexdigest()
     assert job["bytes"] == size
     assert hwm_kib < 64 * 1024, f"daemon peak RSS {hwm_kib / 1024:.1f} MiB"
+
+
+def test_a_relative_upload_source_is_resolved_against_the_working_directory(daemon, faultserver, key):
+    cwd = daemon.work / "cwd"
+    cwd.mkdir()
+    digest = write_random_file(cwd / "rel.bin", 1000)
+    r = daemon.cli("upload", "rel.bin", faultserver.url("/upload", key=key), cwd=cwd, check=0)
+    job = daemon.wait_state(int(r.out), "completed")
+    assert job["destination"] == str(cwd / "rel.bin")
+    assert last_upload(faultserver, key)["upload"]["sha256"] == digest
