@@ -89,6 +89,16 @@ public struct ControlRefusal: Codable, Sendable, Equatable {
         self.state = state
         self.message = message
     }
+
+    enum CodingKeys: String, CodingKey { case id, state, message }
+
+    /// Encodes `state` as null for an unknown id (never omitted).
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(state, forKey: .state)
+        try c.encode(message, forKey: .message)
+    }
 }
 
 /// Result of the control methods: the jobs acted on (their new objects) and the refusals.
