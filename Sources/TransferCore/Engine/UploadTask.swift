@@ -285,6 +285,8 @@ final class UploadTask: TransferTask {
 
     /// The write callback: the final response's body, to the response file or kept (64 KiB).
     private func receive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
+        // The answer flowing is activity too (stall detection), though `bytes` counts what was sent.
+        lastProgressAt = engine.loop.nowMillis
         guard keepBody else { return n }
         if bodyToFile, let part = responsePart {
             let rc = part.append(p, n, at: responseBytes)
