@@ -6,7 +6,8 @@ import Foundation
 /// Loop-thread only.
 final class DownloadTask: TransferTask {
     private var part: PartFile?
-    private var hasher = Sha256()
+    /// The digest of the part, computed off the loop (nil until the part is open).
+    private var hasher: RangeHasher?
     /// Bytes already in the part when this attempt asked for more.
     private var offset: Int64 = 0
     /// Whether body bytes of the current response are written (false for errors and redirects).
@@ -45,19 +46,12 @@ final class DownloadTask: TransferTask {
     /// block the loop) before the first request.
     override func start() throws {
         try prepare()
-        guard offset > 0, let part else {
-            try startHop()
-            return
-        }
-        let rfd = open(part.path, O_RDONLY | O_CLOEXEC)
-        guard rfd >= 0 else {
-            restartUnverifiable()
+        guard offset > 0, let hasher else {
             try startHop()
             return
         }
         isPreparing = true
-        hasher.update(loop: engine.loop, fd: rfd, length: offset) { ok in
-            close(rfd)
+        hasher.whenHashed(upTo: offset) { ok in
             self.isPreparing = false
             guard self.stopReason == nil else { return }
             if !ok { self.restartUnverifiable() }
@@ -79,7 +73,8 @@ final class DownloadTask: TransferTask {
         let p = try PartFile(loop: engine.loop, path: Self.partPath(dest), mode: engine.config.fileMode)
         part = p
         offset = p.size()
-        hasher = Sha256()
+        hasher?.close()
+        hasher = RangeHasher(loop: engine.loop, path: p.path)
     }
 
     override var overriddenHeaders: [String] { ["accept-encoding", "range", "if-range"] }
@@ -171,7 +166,8 @@ final class DownloadTask: TransferTask {
                 // A stale part of another download: never splice.
                 _ = part?.truncate(to: 0)
                 offset = 0
-                hasher = Sha256()
+                hasher?.close()
+                hasher = part.map { RangeHasher(loop: engine.loop, path: $0.path) }
             }
             bytes = 0
             Log.info("destination \(dest)", job: jobId)
@@ -195,7 +191,8 @@ final class DownloadTask: TransferTask {
         _ = part?.truncate(to: 0)
         offset = 0
         bytes = 0
-        hasher = Sha256()
+        hasher?.close()
+        hasher = part.map { RangeHasher(loop: engine.loop, path: $0.path) }
     }
 
     private func contentRange() -> (start: Int64, total: Int64?)? {
@@ -223,8 +220,8 @@ final class DownloadTask: TransferTask {
             abortError = FileErrors.error(rc, "cannot write \(part.path)")
             return 0
         }
-        hasher.update(p, n)
         progressed(to: bytes + Int64(n))
+        hasher?.advance(to: bytes)
         return n
     }
 
@@ -270,24 +267,42 @@ final class DownloadTask: TransferTask {
             }
             self.engine.recordCheckpoint(self.jobId, generation: gen, offset: size)
             part.close()
-            let digest = self.hasher.finalizeHex()
-            if let want = self.record.request.sha256, want.lowercased() != digest {
-                unlink(part.path)
-                self.engine.invalidateCheckpoints(self.jobId)
-                self.engine.updateRecord(self.jobId) { r in
-                    r.durableBytes = 0
-                    r.etag = nil
-                    r.lastModified = nil
-                }
-                report(.failed(TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil))
+            guard let hasher = self.hasher else {
+                report(.failed(TransferError(.io, "no digest for \(part.path)", retryable: false), retryAfter: nil))
                 return
             }
-            report(self.engine.finalize(jobId: self.jobId, part: part.path, destination: dest, size: size, digest: digest,
-                                        replace: self.record.request.replace == true))
+            hasher.finish(at: size) { digest in
+                guard let digest else {
+                    report(.failed(TransferError(.io, "cannot read back \(part.path) to hash it", retryable: true), retryAfter: nil))
+                    return
+                }
+                self.verified(part: part, dest: dest, size: size, digest: digest, report: report)
+            }
         }
     }
 
+    /// Checks `--sha256`, then moves the part into place.
+    private func verified(
+        part: PartFile, dest: String, size: Int64, digest: String, report: @escaping (AttemptOutcome) -> Void
+    ) {
+        if let want = record.request.sha256, want.lowercased() != digest {
+            unlink(part.path)
+            engine.invalidateCheckpoints(jobId)
+            engine.updateRecord(jobId) { r in
+                r.durableBytes = 0
+                r.etag = nil
+                r.lastModified = nil
+            }
+            report(.failed(TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil))
+            return
+        }
+        report(engine.finalize(jobId: jobId, part: part.path, destination: dest, size: size, digest: digest,
+                               replace: record.request.replace == true))
+    }
+
+
     override func failed(_ error: TransferError, then: @escaping () -> Void) {
+        hasher?.close()
         checkpoint {
             self.part?.close()
             then()
@@ -296,6 +311,7 @@ final class DownloadTask: TransferTask {
 
     override func stopped(_ reason: StopReason, then: @escaping () -> Void) {
         if reason == .cancel {
+            hasher?.close()
             if let part {
                 unlink(part.path)
                 part.close()

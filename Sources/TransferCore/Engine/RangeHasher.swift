@@ -1,0 +1,77 @@
+import Foundation
+
+/// SHA-256 of a file that grows in order (a download's part), computed on libuv's thread pool so
+/// the loop never spends its time hashing. Ranges are read back from the page cache through a
+/// read-only descriptor, one work item at a time, in order. Loop-thread only.
+final class RangeHasher {
+    /// Unhashed bytes that make it worth queuing a work item.
+    static let batchBytes: Int64 = 4 << 20
+
+    private let loop: EventLoop
+    private let digest = Sha256()
+    private let fd: Int32
+    /// Bytes fed to the digest so far.
+    private(set) var hashedTo: Int64 = 0
+    /// The end of the file as known to the writer.
+    private var knownEnd: Int64 = 0
+    private var inFlight = false
+    private var failed = false
+    private var closed = false
+    private var waiters: [(end: Int64, done: (Bool) -> Void)] = []
+
+    /// Opens `path` for reading; a failure to open shows as a failed digest.
+    init(loop: EventLoop, path: String) {
+        self.loop = loop
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        failed = fd < 0
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// The writer has written up to `end`; hashes in the background once enough has piled up.
+    func advance(to end: Int64) {
+        knownEnd = max(knownEnd, end)
+        if knownEnd - hashedTo >= Self.batchBytes { pump() }
+    }
+
+    /// Calls `done(true)` once every byte before `end` is hashed (false if reading failed).
+    func whenHashed(upTo end: Int64, _ done: @escaping (Bool) -> Void) {
+        knownEnd = max(knownEnd, end)
+        if failed {
+            done(false)
+            return
+        }
+        if hashedTo >= end {
+            done(true)
+            return
+        }
+        waiters.append((end, done))
+        pump()
+    }
+
+    /// The hex digest of everything before `end`, or nil if the bytes could not be read back.
+    func finish(at end: Int64, _ done: @escaping (String?) -> Void) {
+        whenHashed(upTo: end) { ok in done(ok && self.hashedTo == end ? self.digest.finalizeHex() : nil) }
+    }
+
+    /// Stops hashing; a work item under way finishes on its own.
+    func close() {
+        closed = true
+        waiters = []
+    }
+
+    private func pump() {
+        guard !inFlight, !closed, !failed, knownEnd > hashedTo else { return }
+        inFlight = true
+        let start = hashedTo
+        let end = knownEnd
+        digest.update(loop: loop, fd: fd, from: start, to: end) { ok in
+            self.inFlight = false
+            if ok { self.hashedTo = end } else { self.failed = true }
+            let ready = self.waiters.filter { self.failed || $0.end <= self.hashedTo }
+            self.waiters.removeAll { self.failed || $0.end <= self.hashedTo }
+            for w in ready { w.done(!self.failed) }
+            if !self.waiters.isEmpty || self.knownEnd - self.hashedTo >= Self.batchBytes { self.pump() }
+        }
+    }
+}
