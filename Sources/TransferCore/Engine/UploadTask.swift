@@ -21,6 +21,9 @@ final class UploadTask: TransferTask {
     /// The request's `Content-Type`.
     private var contentType = MIMEType.fallback
     private var hasher = Sha256()
+    /// A plain file's digest, computed on libuv's pool from the file itself (the payload is the
+    /// file): the loop does not spend its time hashing. Nil for forms, which hash inline.
+    private var fileHasher: RangeHasher?
     /// `--response FILE`, written through `FILE.aftpart`.
     private var responsePart: PartFile?
     /// Whether the current response's body goes to ``responsePart``.
@@ -209,7 +212,9 @@ final class UploadTask: TransferTask {
 
         let me = Unmanaged.passUnretained(self).toOpaque()
         let length = body?.length ?? 0
-        easy.set(CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferSize)
+        // Under --limit-rate, at most about a second's worth a read keeps the pace smooth.
+        let paced = limiter.map { Int(min(Double(Self.uploadBufferSize), max(16 * 1024, $0.rate))) }
+        easy.set(CURLOPT_UPLOAD_BUFFERSIZE, paced ?? Self.uploadBufferSize)
         easy.set(CURLOPT_READDATA, pointer: me)
         easy.set(
             CURLOPT_READFUNCTION,
@@ -250,16 +255,23 @@ final class UploadTask: TransferTask {
     private func restartPayload() {
         body?.rewind()
         hasher = Sha256()
+        fileHasher?.close()
+        fileHasher = record.request.source.map { RangeHasher(loop: engine.loop, path: $0) }
         bytes = 0
     }
 
     /// The read callback: fills libcurl's buffer from the payload and hashes what it gave.
     private func supply(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
         guard let body else { return 0 }
+        guard pace(count) else { return Int(CURL_READFUNC_PAUSE) }
         do {
             let n = try body.read(into: buffer, count: count)
             if n > 0 {
-                hasher.update(buffer, n)
+                if let fileHasher {
+                    fileHasher.advance(to: body.position)
+                } else {
+                    hasher.update(buffer, n)
+                }
                 progressed(to: body.position)
             }
             return n
@@ -330,7 +342,22 @@ final class UploadTask: TransferTask {
             return
         }
         body?.close()
-        let digest = hasher.finalizeHex()
+        guard let fileHasher else {
+            finish(digest: hasher.finalizeHex(), report: report)
+            return
+        }
+        fileHasher.finish(at: bytes) { digest in
+            guard let digest else {
+                self.discard()
+                report(.failed(TransferError(.io, "cannot read the source back to hash it", retryable: true), retryAfter: nil))
+                return
+            }
+            self.finish(digest: digest, report: report)
+        }
+    }
+
+    /// Saves the response file, if any, and reports completion with the payload's digest.
+    private func finish(digest: String, report: @escaping (AttemptOutcome) -> Void) {
         guard let part = responsePart, let path = record.request.response else {
             report(.completed(sha256: digest))
             return
@@ -369,6 +396,7 @@ final class UploadTask: TransferTask {
     /// Closes the payload and throws away a partial response file.
     private func discard() {
         body?.close()
+        fileHasher?.close()
         if let part = responsePart {
             unlink(part.path)
             part.close()
