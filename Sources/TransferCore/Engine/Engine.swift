@@ -549,6 +549,11 @@ public final class Engine {
     }
 
     private func removePart(_ r: JobRecord) {
+        if r.kind == "upload", let response = r.request.response {
+            // A response file being written when the daemon stopped.
+            unlink(DownloadTask.partPath(response))
+            return
+        }
         guard r.kind == "download", let dest = r.destination, let id = r.id else { return }
         invalidateCheckpoints(id)
         unlink(DownloadTask.partPath(dest))
