@@ -128,7 +128,7 @@ def test_kill_9_while_paused_and_while_waiting_keeps_each_state(daemon, faultser
     paused = daemon.download(faultserver.url(size=600_000, seed=8, key=key + "p", slow=200_000),
                              "-o", daemon.work / "p.bin")
     waiting = daemon.download(faultserver.url(size=1000, seed=9, key=key + "w", status=503, times=1,
-                                              retryafter=3), "-o", daemon.work / "w.bin")
+                                              retryafter=8), "-o", daemon.work / "w.bin")
     daemon.wait_bytes(paused, 100_000)
     daemon.cli("pause", paused, check=0)
     kept = daemon.wait_state(paused, "paused")["bytes"]

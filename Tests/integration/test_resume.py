@@ -37,9 +37,12 @@ def test_a_download_that_is_killed_mid_transfer_resumes_with_range(daemon, nginx
 
 
 def pause_after(daemon, id, at_least: int) -> dict:
-    daemon.wait_bytes(id, at_least)
+    seen = daemon.wait_bytes(id, at_least)["bytes"]
     daemon.cli("pause", id, check=0)
-    return daemon.wait_state(id, "paused")
+    job = daemon.wait_state(id, "paused")
+    # Pausing checkpoints what is on disk: a paused job never shows fewer bytes than it had.
+    assert job["bytes"] >= seen, f"paused with bytes {job['bytes']}, but {seen} had been reported before"
+    return job
 
 
 def test_pause_keeps_the_part_and_resume_continues_with_range_and_if_range(daemon, faultserver, key):

@@ -17,14 +17,24 @@ def range_start(header) -> int | None:
 @pytest.mark.parametrize("status", [503, 429])
 def test_retry_after_2_on_a_busy_server_waits_at_least_2_seconds(daemon, faultserver, key, status):
     dest = daemon.work / "ra.bin"
-    id = daemon.download(faultserver.url(size=1000, seed=1, key=key, status=status, times=1, retryafter=2),
-                         "-o", dest)
-    job = daemon.wait_state(id, "waiting", timeout=10)
+    with daemon.connect(timeout=30) as events:
+        assert events.call("events.subscribe")["result"] == {"subscribed": True}
+        id = daemon.download(faultserver.url(size=1000, seed=1, key=key, status=status, times=1, retryafter=2),
+                             "-o", dest)
+        states = []
+        while not states or states[-1]["state"] not in ("completed", "failed", "cancelled"):
+            msg = events.recv(timeout=30)
+            assert msg is not None, "the daemon closed the event stream"
+            if msg.get("method") == "transfer.state" and msg["params"]["id"] == id:
+                states.append(msg["params"])
+    waiting = [j for j in states if j["state"] == "waiting"]
+    assert waiting, f"the job never waited: {[j['state'] for j in states]}"
+    job = waiting[0]
     assert job["waitReason"] == "backoff"
     assert job["nextRetryAt"] is not None and RFC3339_UTC.match(job["nextRetryAt"])
     assert job["error"]["code"] == "http_status" and job["error"]["retryable"] is True
     assert job["httpStatus"] == status
-    daemon.wait_state(id, "completed", timeout=30)
+    assert states[-1]["state"] == "completed", states[-1]
     log = faultserver.log(key)
     assert len(log) == 2
     gap = log[1]["time"] - log[0]["end"]
@@ -156,13 +166,13 @@ def test_when_retries_are_exhausted_the_job_fails_and_retry_resumes_from_the_par
 
 
 def test_pause_and_cancel_work_on_a_waiting_job_and_a_paused_job_spends_no_retries(daemon, faultserver, key):
-    id = daemon.download(faultserver.url(size=100, key=key, status=503, times=1, retryafter=3),
+    id = daemon.download(faultserver.url(size=100, key=key, status=503, times=1, retryafter=5),
                          "-o", daemon.work / "pw")
     daemon.wait_state(id, "waiting")
     daemon.cli("pause", id, check=0)
     job = daemon.wait_state(id, "paused")
     attempts = job["attempts"]
-    time.sleep(4.0)
+    time.sleep(5.5)  # past the Retry-After timer
     job = daemon.job(id)
     assert job["state"] == "paused" and job["attempts"] == attempts
     assert len(faultserver.log(key)) == 1, "a paused job must not be retried by its timer"

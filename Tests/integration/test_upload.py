@@ -161,7 +161,7 @@ def test_retries_0_never_sends_an_upload_twice(daemon, faultserver, key):
 def test_a_source_that_changed_since_enqueue_fails_with_source_changed(daemon, faultserver, key):
     src = daemon.work / "changing.bin"
     write_random_file(src, 50_000)
-    id = daemon.upload(src, faultserver.url("/upload", key=key, status=503, times=1, retryafter=2))
+    id = daemon.upload(src, faultserver.url("/upload", key=key, status=503, times=1, retryafter=5))
     daemon.wait_state(id, "waiting")
     with open(src, "ab") as f:
         f.write(b"more bytes")
