@@ -433,3 +433,15 @@ def test_a_running_job_reports_bytes_total_fraction_rate_and_eta(daemon, faultse
     assert job["eta"] is not None and 0 < job["eta"] < 20, job["eta"]
     done = daemon.wait_state(id, "completed", timeout=30)
     assert done["rate"] == 0
+
+
+def test_authorization_and_cookie_headers_are_not_sent_to_another_host_after_a_redirect(daemon, faultserver, key):
+    other = faultserver.url(host="localhost", size=100, key=key)
+    id = daemon.download(faultserver.url(key=key, redirect=other), "-o", daemon.work / "h.bin",
+                         "-H", "Authorization: Bearer tok-Rr61", "-H", "Cookie: s=ck-Rr61", "-H", "X-Plain: 1")
+    daemon.wait_state(id, "completed")
+    first, second = faultserver.log(key)
+    assert first["authorization"] == "Bearer tok-Rr61" and first["headers"].get("cookie") == "s=ck-Rr61"
+    assert second["host"].startswith("localhost")
+    assert second["authorization"] is None, "an Authorization header followed a redirect to another host"
+    assert "cookie" not in second["headers"], "a Cookie header followed a redirect to another host"

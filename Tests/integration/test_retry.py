@@ -185,3 +185,18 @@ def test_pause_and_cancel_work_on_a_waiting_job_and_a_paused_job_spends_no_retri
     daemon.cli("cancel", other, check=0)
     job = daemon.wait_state(other, "cancelled")
     assert job["waitReason"] is None and job["nextRetryAt"] is None
+
+
+def test_a_refused_connection_is_retried_and_then_fails_with_network(daemon):
+    import socket as _socket
+
+    with _socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    id = daemon.download(f"http://127.0.0.1:{port}/x", "-o", daemon.work / "refused", "--retries", "2")
+    job = daemon.wait_state(id, "failed", timeout=20)
+    assert job["attempts"] == 3, "--retries 2: three attempts"
+    assert job["error"]["code"] == "network"
+    assert job["httpStatus"] is None
+    assert all(h["error"] is not None and h["error"]["code"] == "network" for h in job["history"])
+    assert job["history"][0]["error"]["retryable"] is True
