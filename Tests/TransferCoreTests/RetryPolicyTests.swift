@@ -124,4 +124,17 @@ final class RetryPolicyTests: XCTestCase {
             XCTAssertNil(RetryPolicy.parseRetryAfter(value, now: rfcExample), value)
         }
     }
+
+    func testThatAnEnormousRetryAfterWaitsAtMostOneDay() {
+        let policy = RetryPolicy()
+        let huge = RetryPolicy.parseRetryAfter(String(repeating: "9", count: 400), now: Date())
+        XCTAssertLessThanOrEqual(policy.delay(forRetry: 1, retryAfter: huge, jitter: 0), RetryPolicy.maxRetryAfter)
+        XCTAssertEqual(policy.delay(forRetry: 1, retryAfter: 1e300, jitter: 0), RetryPolicy.maxRetryAfter)
+        XCTAssertEqual(policy.delay(forRetry: 1, retryAfter: 120, jitter: 0), 120)
+    }
+
+    func testThatTimestampsOfAbsurdValuesDoNotTrap() {
+        XCTAssertEqual(Timestamp.rfc3339(.infinity), "1970-01-01T00:00:00Z")
+        XCTAssertEqual(Timestamp.rfc3339(1e300), "9999-12-31T23:59:59Z")
+    }
 }

@@ -244,7 +244,8 @@ public final class Engine {
         retryTimers[id]?.close()
         let t = LoopTimer(loop: loop)
         retryTimers[id] = t
-        let ms = UInt64(max(0, (at - Timestamp.now()) * 1000))
+        let wait = (at - Timestamp.now()) * 1000
+        let ms = wait.isFinite ? UInt64(min(max(0, wait), 1e12)) : 0
         t.start(after: ms) { [unowned self] in
             self.retryTimers[id]?.close()
             self.retryTimers[id] = nil

@@ -7,6 +7,8 @@ public enum Timestamp {
 
     /// `2026-11-21T20:00:00Z` (milliseconds when not whole).
     public static func rfc3339(_ t: Double) -> String {
+        // Clamped to years 1970...9999 so no value can trap the conversion.
+        let t = t.isFinite ? min(max(t, 0), 253_402_300_799) : 0
         var secs = time_t(t.rounded(.down))
         var tmv = tm()
         gmtime_r(&secs, &tmv)

@@ -55,7 +55,7 @@ public struct RetryPolicy: Sendable {
     public func delay(forRetry k: Int, retryAfter: Double?, jitter: Double) -> Double {
         let backoff = backoff(forRetry: k, jitter: jitter)
         guard let retryAfter, retryAfter.isFinite else { return backoff }
-        return max(backoff, retryAfter)
+        return max(backoff, min(retryAfter, Self.maxRetryAfter))
     }
 
     /// Whether a failed attempt is tried again.
@@ -99,6 +99,10 @@ public struct RetryPolicy: Sendable {
         guard let date = HTTPDate.parse(text, now: now) else { return nil }
         return max(0, date.timeIntervalSince(now))
     }
+
+    /// The longest `Retry-After` honoured (one day): a hostile or broken server cannot park a job
+    /// for years, nor overflow the daemon's timers.
+    public static let maxRetryAfter: Double = 86_400
 }
 
 // MARK: - Helpers
