@@ -28,7 +28,9 @@ struct AFTransferDaemon: ParsableCommand {
 
     func validate() throws {
         guard (1...256).contains(maxActive) else { throw ValidationError("--max-active must be 1...256") }
-        guard stallTimeout >= 1 else { throw ValidationError("--stall-timeout must be at least 1") }
+        guard stallTimeout >= 1 && stallTimeout <= 86_400 else {
+            throw ValidationError("--stall-timeout must be 1...86400 seconds")
+        }
         guard checkpointInterval > 0 && checkpointInterval <= 60 else {
             throw ValidationError("--checkpoint-interval must be in (0, 60]")
         }
