@@ -24,5 +24,7 @@ final class StoreUpgradeTests: XCTestCase {
         XCTAssertGreaterThan(jobs[2].durableBytes, 0)
         XCTAssertEqual(jobs[2].request.headers, ["Authorization: Bearer x"])
         XCTAssertFalse(jobs[0].history.isEmpty)
+        // Migration v2 added per-file source stamps: old rows have none.
+        XCTAssertNil(jobs[2].sources)
     }
 }

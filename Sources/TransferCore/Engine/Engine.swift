@@ -569,6 +569,7 @@ public final class Engine {
         var destination: String?
         var sourceSize: Int64?
         var sourceMtime: Double?
+        var stamps: [SourceStamp]?
         var total: Int64?
         if kind == "download" {
             if let dest = req.destination {
@@ -584,6 +585,7 @@ public final class Engine {
             sourceSize = source.size
             sourceMtime = source.modificationTime
             total = source.payloadLength
+            stamps = source.stamps
         }
         let now = Timestamp.now()
         let record = JobRecord(
@@ -591,7 +593,8 @@ public final class Engine {
             state: .queued, request: req, destination: destination, durableBytes: 0, total: total, etag: nil,
             lastModified: nil, attempts: 0, retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil,
             nextRetryAt: nil, priority: req.priority ?? 0, finalizing: false, sha256: nil, sourceSize: sourceSize,
-            sourceMtime: sourceMtime, response: nil, history: [], createdAt: now, updatedAt: now, completedAt: nil)
+            sourceMtime: sourceMtime, response: nil, history: [], createdAt: now, updatedAt: now, completedAt: nil,
+            sources: stamps)
         let inserted: JobRecord
         do {
             inserted = try store.insert(record)

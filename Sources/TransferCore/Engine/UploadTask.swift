@@ -49,6 +49,8 @@ final class UploadTask: TransferTask {
         var modificationTime: Double?
         /// The payload's length (the whole encoded body of a form).
         var payloadLength: Int64
+        /// Each file's size and mtime, in order.
+        var stamps: [SourceStamp] = []
     }
 
     /// The seconds since 1970 of a `stat`'s mtime, computed the same way everywhere so that
@@ -66,15 +68,18 @@ final class UploadTask: TransferTask {
             var size: Int64 = 0
             var mtime: Double?
             var lengths: [Int64] = []
+            var stamps: [SourceStamp] = []
             for case .file(let name, let path, _, _) in parts {
                 let st = try statForEnqueue(path, field: "form \(name)")
                 size += Int64(st.st_size)
                 lengths.append(Int64(st.st_size))
                 mtime = max(mtime ?? -.infinity, modificationTime(st))
+                stamps.append(SourceStamp(path: path, size: Int64(st.st_size), mtime: modificationTime(st)))
             }
             // The encoded length depends on the boundary's length only, which is fixed.
             let payload = makeForm(parts, fileLengths: lengths, boundary: MultipartFormData.randomBoundary())
-            return SourceInfo(path: nil, size: size, modificationTime: mtime, payloadLength: payload.contentLength)
+            return SourceInfo(
+                path: nil, size: size, modificationTime: mtime, payloadLength: payload.contentLength, stamps: stamps)
         }
         guard let source = request.source else {
             throw RPCError.refusedInput(.invalidRequest, "source: an upload needs a source file or form parts")
@@ -82,7 +87,8 @@ final class UploadTask: TransferTask {
         let st = try statForEnqueue(source, field: "source")
         return SourceInfo(
             path: source, size: Int64(st.st_size), modificationTime: modificationTime(st),
-            payloadLength: Int64(st.st_size))
+            payloadLength: Int64(st.st_size),
+            stamps: [SourceStamp(path: source, size: Int64(st.st_size), mtime: modificationTime(st))])
     }
 
     private static func statForEnqueue(_ path: String, field: String) throws -> stat {
@@ -144,9 +150,17 @@ final class UploadTask: TransferTask {
             var times: [String: Double] = [:]
             var size: Int64 = 0
             var latest: Double?
+            var index = 0
             for case .file(_, let path, _, _) in parts {
                 let st = try statSource(path)
                 let mtime = Self.modificationTime(st)
+                if let stamps = record.sources, index < stamps.count {
+                    // Each file against its own stamp (rows from before migration v2 have none).
+                    if stamps[index].size != Int64(st.st_size) || stamps[index].mtime != mtime {
+                        throw sourceChanged(path)
+                    }
+                }
+                index += 1
                 lengths.append(Int64(st.st_size))
                 times[path] = mtime
                 size += Int64(st.st_size)

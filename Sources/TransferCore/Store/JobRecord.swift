@@ -1,6 +1,19 @@
 import Foundation
 import GRDB
 
+/// A source file as it was when its upload was queued.
+public struct SourceStamp: Codable, Sendable, Equatable {
+    public var path: String
+    public var size: Int64
+    public var mtime: Double
+
+    public init(path: String, size: Int64, mtime: Double) {
+        self.path = path
+        self.size = size
+        self.mtime = mtime
+    }
+}
+
 /// One row of the `job` table: a job, its options and its durable progress.
 ///
 /// Nested Codable fields (`request`, `error`, `history`, `response`) are stored as JSON text.
@@ -44,6 +57,9 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     public var createdAt: Double
     public var updatedAt: Double
     public var completedAt: Double?
+    /// Upload: each source file's size and mtime at enqueue, in form order (migration v2; nil for
+    /// older rows, which keep the aggregate `sourceSize`/`sourceMtime` check).
+    public var sources: [SourceStamp]? = nil
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
         id = inserted.rowID

@@ -55,6 +55,10 @@ public final class JobStore {
                 t.column("completedAt", .double)
             }
         }
+        m.registerMigration("v2") { db in
+            // Per-file source stamps for uploads (a form's files are checked one by one).
+            try db.alter(table: "job") { t in t.add(column: "sources", .text) }
+        }
         return m
     }
 
