@@ -37,6 +37,10 @@ public final class Engine {
     private var lastCheckpointAt: UInt64 = 0
     private var shuttingDown = false
     private var lastProgressEvent: [Int64: Int64] = [:]
+    /// Bytes a download's last attempt left in its part (written, maybe not yet checkpointed), so
+    /// a paused or waiting job never shows fewer bytes than it just did. Memory only: after a
+    /// restart the part is cut back to its checkpoint anyway.
+    private var lastBytes: [Int64: Int64] = [:]
     /// Receives `transfer.progress` / `transfer.state` events with the job object.
     public var onEvent: ((String, JobSnapshot) -> Void)?
     /// Whether the network is reachable (from the NetworkMonitor). Never stops a request.
@@ -159,6 +163,7 @@ public final class Engine {
             r.nextRetryAt = nil
             r.history.append(AttemptRecord(attempt: r.attempts, startedAt: startedAt, bytes: r.durableBytes))
         }) else { return }
+        lastBytes[id] = nil
         let task: TransferTask = running.kind == "upload"
             ? UploadTask(engine: self, record: running) : DownloadTask(engine: self, record: running)
         tasks[id] = task
@@ -192,6 +197,7 @@ public final class Engine {
         guard tasks[id] === task else { return }  // already stopped by the user
         tasks[id] = nil
         lastProgressEvent[id] = nil
+        if task is DownloadTask, case .failed(let e, _) = outcome, e.code != .checksum { lastBytes[id] = task.bytes }
         switch outcome {
         case .completed(let digest):
             endHistory(id, task: task, error: nil)
@@ -460,6 +466,7 @@ public final class Engine {
         }
         tasks[id] = nil
         lastProgressEvent[id] = nil
+        if task is DownloadTask && reason != .cancel { lastBytes[id] = task.bytes }
         endHistory(id, task: task, error: reason == .cancel ? TransferError(.cancelled, "cancelled by the user") : nil)
         _ = transition(id, to: state) { r in
             if reason == .cancel { r.error = TransferError(.cancelled, "cancelled by the user", retryable: false) }
@@ -550,6 +557,7 @@ public final class Engine {
     }
 
     private func removePart(_ r: JobRecord) {
+        if let id = r.id { lastBytes[id] = nil }
         if r.kind == "upload", let response = r.request.response {
             // A response file being written when the daemon stopped.
             unlink(DownloadTask.partPath(response))
@@ -628,7 +636,7 @@ public final class Engine {
     public func snapshot(_ r: JobRecord) -> JobSnapshot {
         let id = r.id ?? 0
         let task = r.state == .running ? tasks[id] : nil
-        var bytes = task?.bytes ?? r.durableBytes
+        var bytes = task?.bytes ?? max(r.durableBytes, lastBytes[id] ?? 0)
         let total = task?.total ?? r.total
         if r.state == .completed, let total { bytes = total }
         let rate = task?.rate.value ?? 0
