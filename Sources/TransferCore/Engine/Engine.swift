@@ -350,9 +350,12 @@ public final class Engine {
             let secs = Int(config.stallTimeout)
             t.complete(failure: TransferError(.timeout, "stalled: under 1 byte/s for \(secs) s", retryable: true))
         }
-        for (id, t) in tasks {
-            t.rate.sample(bytes: t.bytes, now: now)
-            if lastProgressEvent[id] != t.bytes, let r = try? store.job(id) {
+        for (_, t) in tasks { t.rate.sample(bytes: t.bytes, now: now) }
+        // One read of the running rows per tick, and only when some transfer moved.
+        let moved = tasks.filter { lastProgressEvent[$0.key] != $0.value.bytes }
+        if !moved.isEmpty, onEvent != nil, let rows = try? store.jobs(inStates: [.running]) {
+            for r in rows {
+                guard let id = r.id, let t = moved[id] else { continue }
                 lastProgressEvent[id] = t.bytes
                 onEvent?(RPCMethod.progressEvent, snapshot(r))
             }
