@@ -54,16 +54,11 @@ final class DownloadTask: TransferTask {
         hasher.whenHashed(upTo: offset) { ok in
             self.isPreparing = false
             guard self.stopReason == nil else { return }
-            if !ok { self.restartUnverifiable() }
+            if !ok { self.resetToZero() }  // bytes that cannot be read back cannot be verified
             do { try self.startHop() } catch {
                 self.complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
             }
         }
-    }
-
-    /// Bytes that cannot be read back cannot be verified: start over.
-    private func restartUnverifiable() {
-        resetToZero()
     }
 
     /// Creates parent directories if asked and opens the part; `offset` is its size.
@@ -163,11 +158,10 @@ final class DownloadTask: TransferTask {
             if let r = engine.updateRecord(jobId, { $0.destination = dest }) { refresh(r) }
             try openPart(for: dest)
             if offset > 0 {
-                // A stale part of another download: never splice.
+                // A stale part of another download: never splice. (The fresh hasher from
+                // openPart has read nothing yet, so it stays valid.)
                 _ = part?.truncate(to: 0)
                 offset = 0
-                hasher?.close()
-                hasher = part.map { RangeHasher(loop: engine.loop, path: $0.path) }
             }
             bytes = 0
             Log.info("destination \(dest)", job: jobId)
