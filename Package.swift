@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -22,6 +23,7 @@ let package = Package(
             dependencies: [
                 "CCurl", "CUV", "COpenSSL",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .executableTarget(

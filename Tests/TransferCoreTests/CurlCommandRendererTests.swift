@@ -8,7 +8,7 @@ final class CurlCommandRendererTests: XCTestCase {
         req.user = "alice:s3cret"
         req.headers = ["Authorization: Bearer tok", "Cookie: a=b", "X-Plain: ok"]
         let r = JobRecord(
-            id: 1, kind: "download", url: req.url, method: "GET", state: .queued, request: req,
+            id: 1, kind: .download, url: req.url, method: "GET", state: .queued, request: req,
             destination: "/tmp/f.iso", durableBytes: 0, total: nil, etag: nil, lastModified: nil, attempts: 0,
             retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil, nextRetryAt: nil, priority: 0,
             finalizing: false, sha256: nil, sourceSize: nil, sourceMtime: nil, response: nil, history: [],

@@ -4,7 +4,7 @@ import XCTest
 @testable import TransferCore
 
 final class JobSnapshotTests: XCTestCase {
-    private func sample(kind: String = "download") -> JobSnapshot {
+    private func sample(kind: JobKind = .download) -> JobSnapshot {
         JobSnapshot(
             id: 12, kind: kind, url: "https://example.com/x", method: "GET", state: .running, destination: nil,
             bytes: 5, total: nil, fraction: nil, rate: 0, eta: nil, attempts: 1, httpStatus: nil, error: nil,
@@ -26,7 +26,7 @@ final class JobSnapshotTests: XCTestCase {
     }
 
     func testThatUploadsCarryAResponseField() throws {
-        let data = try JSONEncoder().encode(sample(kind: "upload"))
+        let data = try JSONEncoder().encode(sample(kind: .upload))
         let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
         XCTAssertTrue(obj.keys.contains("response"))
     }

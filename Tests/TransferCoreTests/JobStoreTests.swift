@@ -15,53 +15,143 @@ final class JobStoreTests: XCTestCase {
         try? FileManager.default.removeItem(at: dir)
     }
 
-    private func record(priority: Int = 0) -> JobRecord {
+    private func record(priority: Int = 0, destination: String = "/tmp/f") -> JobRecord {
         var req = TransferRequest(url: "http://u:secret@example.com/f")
         req.headers = ["Authorization: Bearer x"]
+        req.retries = 3
         return JobRecord(
-            id: nil, kind: "download", url: req.url, method: "GET", state: .queued, request: req,
-            destination: "/tmp/f", durableBytes: 0, total: nil, etag: nil, lastModified: nil, attempts: 0,
+            id: nil, kind: .download, url: req.url, method: "GET", state: .queued, request: req,
+            destination: destination, durableBytes: 0, total: nil, etag: nil, lastModified: nil, attempts: 0,
             retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil, nextRetryAt: nil, priority: priority,
             finalizing: false, sha256: nil, sourceSize: nil, sourceMtime: nil, response: nil, history: [],
             createdAt: 1, updatedAt: 1, completedAt: nil)
     }
 
+    private func open() throws -> JobStore { try JobStore(path: dir.appendingPathComponent("t.sqlite").path) }
+
     func testThatAJobRoundTripsWithItsOptionsAndHistory() throws {
-        let store = try JobStore(path: dir.appendingPathComponent("t.sqlite").path)
-        let inserted = try store.insert(record())
-        let id = try XCTUnwrap(inserted.id)
-        try store.update(id) { r in
-            r.history.append(AttemptRecord(attempt: 1, startedAt: "s", httpStatus: 206, bytes: 10))
-            r.error = TransferError(.timeout, "stalled")
-        }
+        let store = try open()
+        let id = try XCTUnwrap(try store.insert(record()).id)
+        var batch = WriteBatch()
+        var p = JobPatch()
+        p.error = .some(TransferError(.timeout, "stalled"))
+        batch.patch(id, p)
+        batch.putAttempt(id, seq: 0, AttemptRecord(attempt: 1, startedAt: "s", httpStatus: 206, bytes: 10))
+        try store.commit(batch, now: 5)
         let back = try XCTUnwrap(try store.job(id))
         XCTAssertEqual(back.request.headers, ["Authorization: Bearer x"])
         XCTAssertEqual(back.history.first?.httpStatus, 206)
         XCTAssertEqual(back.error?.code, .timeout)
+        XCTAssertEqual(back.updatedAt, 5)
     }
 
-    func testThatQueuedJobsComeOutByPriorityThenAge() throws {
-        let store = try JobStore(path: dir.appendingPathComponent("t.sqlite").path)
-        let a = try store.insert(record(priority: 0))
-        let b = try store.insert(record(priority: 5))
-        let c = try store.insert(record(priority: 0))
-        let order = try store.jobs(inStates: [.queued]).compactMap(\.id)
-        XCTAssertEqual(order, [b.id, a.id, c.id].compactMap { $0 })
+    func testThatAPatchWritesOnlyTheColumnsItSetsAndNullsDoubleOptionals() throws {
+        let store = try open()
+        var r = record()
+        r.etag = "\"e\""
+        r.total = 100
+        let id = try XCTUnwrap(try store.insert(r).id)
+        var batch = WriteBatch()
+        var first = JobPatch()
+        first.durableBytes = 40
+        batch.patch(id, first)
+        var second = JobPatch()
+        second.etag = .some(nil)
+        second.state = .paused
+        batch.patch(id, second)
+        try store.commit(batch, now: 2)
+        let back = try XCTUnwrap(try store.job(id))
+        XCTAssertEqual(back.durableBytes, 40)
+        XCTAssertNil(back.etag)
+        XCTAssertEqual(back.total, 100)
+        XCTAssertEqual(back.state, .paused)
+    }
+
+    func testThatLaterAttemptWritesReplaceEarlierOnesOfTheSameEntry() throws {
+        let store = try open()
+        let id = try XCTUnwrap(try store.insert(record()).id)
+        var batch = WriteBatch()
+        batch.putAttempt(id, seq: 0, AttemptRecord(attempt: 1, startedAt: "a"))
+        try store.commit(batch, now: 2)
+        var next = WriteBatch()
+        next.putAttempt(id, seq: 0, AttemptRecord(attempt: 1, startedAt: "a", endedAt: "b", bytes: 9))
+        next.putAttempt(id, seq: 1, AttemptRecord(attempt: 2, startedAt: "c"))
+        try store.commit(next, now: 3)
+        let history = try XCTUnwrap(try store.job(id)).history
+        XCTAssertEqual(history.map(\.attempt), [1, 2])
+        XCTAssertEqual(history[0].bytes, 9)
+        XCTAssertEqual(history[0].endedAt, "b")
+        try store.closeOpenAttempts(endedAt: "z")
+        XCTAssertEqual(try XCTUnwrap(try store.job(id)).history.map(\.endedAt), ["b", "z"])
+    }
+
+    func testThatManyJobsAreInsertedInOneTransactionOrNone() throws {
+        let store = try open()
+        let jobs = try store.insert((0..<500).map { record(destination: "/tmp/f\($0)") })
+        XCTAssertEqual(jobs.compactMap(\.id).count, 500)
+        XCTAssertEqual(Set(jobs.compactMap(\.id)).count, 500)
+        XCTAssertEqual(try store.counts()[.queued], 500)
+    }
+
+    func testThatDeletingAJobDeletesItsHistory() throws {
+        let store = try open()
+        let id = try XCTUnwrap(try store.insert(record()).id)
+        var batch = WriteBatch()
+        batch.putAttempt(id, seq: 0, AttemptRecord(attempt: 1, startedAt: "a"))
+        try store.commit(batch, now: 2)
+        var del = WriteBatch()
+        del.patch(id, JobPatch.partDiscarded)
+        del.delete(id)
+        try store.commit(del, now: 3)
+        XCTAssertNil(try store.job(id))
+        let again = try store.insert(record())
+        XCTAssertEqual(try XCTUnwrap(try store.job(XCTUnwrap(again.id))).history, [])
+    }
+
+    func testThatSchedulingFactsCoverUnfinishedAndFailedJobsOnly() throws {
+        let store = try open()
+        let ids = try store.insert((0..<4).map { record(priority: $0, destination: "/d/\($0)") }).compactMap(\.id)
+        var batch = WriteBatch()
+        var done = JobPatch()
+        done.state = .completed
+        batch.patch(ids[0], done)
+        var failed = JobPatch()
+        failed.state = .failed
+        batch.patch(ids[1], failed)
+        try store.commit(batch, now: 2)
+        let facts = try store.schedulingFacts()
+        XCTAssertEqual(facts.map(\.id).sorted(), Array(ids[1...]))
+        XCTAssertEqual(facts.first { $0.id == ids[3] }?.priority, 3)
+        XCTAssertEqual(facts.first { $0.id == ids[3] }?.retryLimit, 3)
+        XCTAssertEqual(facts.first { $0.id == ids[1] }?.state, .failed)
+    }
+
+    func testThatListingsComePageByPageInIdOrderWithTheirHistories() throws {
+        let store = try open()
+        let ids = try store.insert((0..<10).map { record(destination: "/d/\($0)") }).compactMap(\.id)
+        var batch = WriteBatch()
+        batch.putAttempt(ids[4], seq: 0, AttemptRecord(attempt: 1, startedAt: "x", httpStatus: 404))
+        var paused = JobPatch()
+        paused.state = .paused
+        batch.patch(ids[7], paused)
+        try store.commit(batch, now: 2)
+        let first = try store.listings(state: nil, after: nil, limit: 4)
+        XCTAssertEqual(first.map(\.id), Array(ids[0..<4]))
+        let second = try store.listings(state: nil, after: first.last?.id, limit: 4)
+        XCTAssertEqual(second.map(\.id), Array(ids[4..<8]))
+        XCTAssertEqual(second[0].history.first?.httpStatus, 404)
+        XCTAssertEqual(second[1].history, [])
+        XCTAssertEqual(try store.listings(state: .paused, after: nil, limit: 100).map(\.id), [ids[7]])
+        XCTAssertEqual(first[0].url, "http://u:secret@example.com/f")
     }
 
     func testThatReopeningAMigratedDatabaseKeepsItsJobs() throws {
-        let path = dir.appendingPathComponent("t.sqlite").path
         do {
-            let store = try JobStore(path: path)
+            let store = try open()
             _ = try store.insert(record())
         }
-        let again = try JobStore(path: path)
+        let again = try open()
         XCTAssertEqual(try again.jobs().count, 1)
-        XCTAssertEqual(try again.counts()["queued"], 1)
-    }
-
-    func testThatAnUpdateOfAMissingJobWritesNothing() throws {
-        let store = try JobStore(path: dir.appendingPathComponent("t.sqlite").path)
-        XCTAssertNil(try store.update(99) { $0.state = .running })
+        XCTAssertEqual(try again.counts()[.queued], 1)
     }
 }

@@ -1,15 +1,55 @@
 import CCurl
 import Foundation
 
-/// An easy handle with typed option setters. Owns the header list; cleaned up in `deinit`
-/// (the one place), after the owner removed it from the multi. Loop-thread only.
+/// An easy handle configured from Swift values (``CurlRequestOptions``) with typed callbacks.
+///
+/// The only `Unmanaged` reference to it is in `CURLOPT_PRIVATE` (and the matching `*DATA`
+/// options), unretained: the owner (an attempt) keeps the handle alive while it is in the multi.
+/// ``CurlMulti`` finds it there when the transfer is done and calls ``onDone``. The handle is
+/// cleaned up in `deinit` (the one place), after the owner removed it from the multi.
+/// Loop-thread only.
 public final class CurlEasy {
     /// The `CURL*`.
-    public let handle: UnsafeMutableRawPointer
+    let handle: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var failed: [String] = []
     /// Buffer for libcurl's error message (CURLOPT_ERRORBUFFER).
     private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    /// What a body callback did with the bytes it was given.
+    public enum BodyVerdict {
+        /// All bytes taken.
+        case accept
+        /// Pause the transfer; the same bytes come again after ``unpause()``.
+        case pause
+        /// End the transfer (the owner keeps the reason).
+        case abort
+    }
+
+    /// What a read callback (upload payload) supplied.
+    public enum ReadVerdict {
+        /// That many bytes were written into the buffer (0 at the end of the payload).
+        case bytes(Int)
+        /// Pause the transfer until ``unpause()``.
+        case pause
+        /// End the transfer.
+        case abort
+    }
+
+    /// A response header line (status line and blank line included); false ends the transfer.
+    public var onHeader: ((UnsafeRawBufferPointer) -> Bool)?
+    /// Response body bytes.
+    public var onBody: ((UnsafeRawBufferPointer) -> BodyVerdict)?
+    /// Request body: fill the buffer.
+    public var onRead: ((UnsafeMutableRawBufferPointer) -> ReadVerdict)?
+    /// Rewind the request body to byte 0 (libcurl resends it on a dead reused connection);
+    /// false when it cannot.
+    public var onRewind: (() -> Bool)?
+    /// The connection is up and the request not yet sent; false aborts (certificate pinning).
+    public var onPrerequest: (() -> Bool)?
+    /// The transfer ended (the handle is already out of the multi): nil, or libcurl's error as
+    /// the job's error (``CurlErrorClassifier``).
+    public var onDone: ((TransferError?) -> Void)?
 
     /// Creates an easy handle with the options every transfer shares.
     public init() throws {
@@ -17,8 +57,35 @@ public final class CurlEasy {
         handle = h
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(to: 0)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        set(CURLOPT_PRIVATE, pointer: me)
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        set(CURLOPT_HEADERDATA, pointer: me)
+        set(CURLOPT_HEADERFUNCTION, callback: { ptr, size, n, ud in
+            guard let ptr, let ud else { return 0 }
+            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+            let buffer = UnsafeRawBufferPointer(start: ptr, count: size * n)
+            return easy.onHeader?(buffer) == false ? 0 : size * n
+        })
+        set(CURLOPT_WRITEDATA, pointer: me)
+        set(CURLOPT_WRITEFUNCTION, callback: { ptr, size, n, ud in
+            guard let ptr, let ud else { return 0 }
+            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+            guard let onBody = easy.onBody else { return size * n }
+            switch onBody(UnsafeRawBufferPointer(start: ptr, count: size * n)) {
+            case .accept: return size * n
+            case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+            case .abort: return 0
+            }
+        })
+    }
+
+    /// The easy handle behind a `CURL*` that ``CurlMulti`` reports, from `CURLOPT_PRIVATE`.
+    static func owner(of handle: UnsafeMutableRawPointer) -> CurlEasy? {
+        var p: UnsafeMutableRawPointer?
+        guard aft_easy_getinfo_pointer(handle, CURLINFO_PRIVATE, &p) == CURLE_OK, let p else { return nil }
+        return Unmanaged<CurlEasy>.fromOpaque(p).takeUnretainedValue()
     }
 
     deinit {
@@ -27,71 +94,156 @@ public final class CurlEasy {
         errorBuffer.deallocate()
     }
 
-    /// Sets a long option.
-    public func set(_ option: CURLoption, _ value: Int) {
+    // MARK: - Configuration
+
+    /// Applies a request's options. Options libcurl refuses are listed in ``refusedOptions``.
+    public func configure(_ o: CurlRequestOptions) {
+        set(CURLOPT_URL, o.url)
+        set(CURLOPT_PROTOCOLS_STR, "http,https")
+        set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by the caller, hop by hop
+        set(CURLOPT_USERAGENT, o.userAgent)
+        set(CURLOPT_CONNECTTIMEOUT, o.connectTimeout)
+        set(CURLOPT_BUFFERSIZE, o.bufferSize)
+        if let user = o.userPassword {
+            set(CURLOPT_USERPWD, user)
+            set(CURLOPT_HTTPAUTH, 1)  // CURLAUTH_BASIC (a macro Swift cannot import)
+        }
+        if let cacert = o.caFile { set(CURLOPT_CAINFO, cacert) }
+        if let pin = o.pinnedPublicKey { set(CURLOPT_PINNEDPUBLICKEY, pin) }
+        if o.insecure {
+            set(CURLOPT_SSL_VERIFYPEER, 0)
+            set(CURLOPT_SSL_VERIFYHOST, 0)
+        }
+        if o.inspectsCertificates {
+            // The chain is filled only while libcurl makes a TLS connection: a fresh one.
+            set(CURLOPT_CERTINFO, 1)
+            set(CURLOPT_FRESH_CONNECT, 1)
+            set(CURLOPT_PREREQDATA, pointer: Unmanaged.passUnretained(self).toOpaque())
+            if aft_easy_setopt_prereq_cb(handle, { clientp, _, _, _, _ in
+                guard let clientp else { return 1 }
+                let easy = Unmanaged<CurlEasy>.fromOpaque(clientp).takeUnretainedValue()
+                return easy.onPrerequest?() == false ? 1 : 0  // 1: CURL_PREREQFUNC_ABORT
+            }) != CURLE_OK { failed.append("PREREQFUNCTION") }
+        }
+        if let from = o.rangeFrom { set(CURLOPT_RANGE, "\(from)-") }
+        switch o.body {
+        case .none:
+            break
+        case .upload(let method, let length, let bufferSize):
+            enableRead(bufferSize: bufferSize)
+            switch method {
+            case "POST":
+                set(CURLOPT_POST, 1)
+                set(CURLOPT_POSTFIELDSIZE_LARGE, offset: length)
+            case "PUT":
+                set(CURLOPT_UPLOAD, 1)
+                set(CURLOPT_INFILESIZE_LARGE, offset: length)
+            default:
+                set(CURLOPT_UPLOAD, 1)
+                set(CURLOPT_INFILESIZE_LARGE, offset: length)
+                set(CURLOPT_CUSTOMREQUEST, method)
+            }
+        }
+        setHeaders(o.headers)
+    }
+
+    private func enableRead(bufferSize: Int) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        set(CURLOPT_UPLOAD_BUFFERSIZE, bufferSize)
+        set(CURLOPT_READDATA, pointer: me)
+        set(CURLOPT_READFUNCTION, callback: { ptr, size, n, ud in
+            guard let ptr, let ud else { return Int(CURL_READFUNC_ABORT) }
+            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+            guard let onRead = easy.onRead else { return Int(CURL_READFUNC_ABORT) }
+            switch onRead(UnsafeMutableRawBufferPointer(start: ptr, count: size * n)) {
+            case .bytes(let k): return k
+            case .pause: return Int(CURL_READFUNC_PAUSE)
+            case .abort: return Int(CURL_READFUNC_ABORT)
+            }
+        })
+        set(CURLOPT_SEEKDATA, pointer: me)
+        if aft_easy_setopt_seek_cb(handle, { ud, offset, origin in
+            guard let ud else { return Int32(CURL_SEEKFUNC_FAIL) }
+            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+            guard offset == 0, origin == SEEK_SET, easy.onRewind?() == true else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+            return Int32(CURL_SEEKFUNC_OK)
+        }) != CURLE_OK { failed.append("SEEKFUNCTION") }
+    }
+
+    /// Resumes a transfer that a callback paused. Never call from inside a curl callback.
+    public func unpause() { curl_easy_pause(handle, CURLPAUSE_CONT) }
+
+    private func set(_ option: CURLoption, _ value: Int) {
         if aft_easy_setopt_long(handle, option, value) != CURLE_OK { failed.append("\(option.rawValue)") }
     }
 
-    /// Sets a curl_off_t option.
-    public func set(_ option: CURLoption, offset value: Int64) {
+    private func set(_ option: CURLoption, offset value: Int64) {
         if aft_easy_setopt_off(handle, option, Int(value)) != CURLE_OK { failed.append("\(option.rawValue)") }
     }
 
-    /// Sets a string option (libcurl copies strings).
-    public func set(_ option: CURLoption, _ value: String) {
+    private func set(_ option: CURLoption, _ value: String) {
         if aft_easy_setopt_string(handle, option, value) != CURLE_OK { failed.append("\(option.rawValue)") }
     }
 
-    /// Sets a pointer option.
-    public func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) {
+    private func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) {
         if aft_easy_setopt_pointer(handle, option, value) != CURLE_OK { failed.append("\(option.rawValue)") }
     }
 
-    /// Sets a data callback (write, header or read function).
-    public func set(_ option: CURLoption, callback: aft_curl_data_cb) {
+    private func set(_ option: CURLoption, callback: aft_curl_data_cb) {
         if aft_easy_setopt_data_cb(handle, option, callback) != CURLE_OK { failed.append("\(option.rawValue)") }
     }
 
-    /// Sets the seek callback (CURLOPT_SEEKFUNCTION), with which libcurl rewinds an upload's body.
-    public func setSeekFunction(_ callback: aft_curl_seek_cb) {
-        if aft_easy_setopt_seek_cb(handle, callback) != CURLE_OK { failed.append("SEEKFUNCTION") }
-    }
-
-    /// Sets the prerequest callback (runs once the connection is up, before the request is sent).
-    public func setPrereq(_ callback: aft_curl_prereq_cb) {
-        if aft_easy_setopt_prereq_cb(handle, callback) != CURLE_OK { failed.append("PREREQFUNCTION") }
-    }
-
-    /// Sets the request headers (each `Name: value`).
-    public func setHeaders(_ lines: [String]) {
+    private func setHeaders(_ lines: [String]) {
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
         for line in lines { headerList = curl_slist_append(headerList, line) }
         if aft_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList) != CURLE_OK { failed.append("HTTPHEADER") }
     }
 
+    // MARK: - Results
+
     /// Options that libcurl refused, if any (a programming or build error worth reporting).
     public var refusedOptions: [String] { failed }
 
-    /// libcurl's last error message for this handle.
-    public var errorMessage: String { String(cString: errorBuffer) }
-
-    /// A long info value.
-    public func info(long what: CURLINFO) -> Int? {
-        var v = 0
-        return aft_easy_getinfo_long(handle, what, &v) == CURLE_OK ? v : nil
+    /// libcurl's message for the transfer's result: its error buffer, else the code's text.
+    public func message(for code: CURLcode) -> String {
+        let text = String(cString: errorBuffer)
+        return text.isEmpty ? String(cString: curl_easy_strerror(code)) : text
     }
 
-    /// A double info value (times in seconds).
-    public func info(double what: CURLINFO) -> Double? {
+    /// The redirect target libcurl computed from the response's `Location`.
+    public var redirectURL: String? { info(string: CURLINFO_REDIRECT_URL) }
+
+    /// The timeline of the transfer (Alamofire's `Timeline`), in seconds.
+    public var timeline: CurlTimeline {
+        CurlTimeline(
+            nameLookup: info(double: CURLINFO_NAMELOOKUP_TIME), connect: info(double: CURLINFO_CONNECT_TIME),
+            tls: info(double: CURLINFO_APPCONNECT_TIME), firstByte: info(double: CURLINFO_STARTTRANSFER_TIME),
+            total: info(double: CURLINFO_TOTAL_TIME))
+    }
+
+    /// The PEM text of each certificate of the connection's chain (needs `inspectsCertificates`).
+    public var certificateChainPEM: [String] {
+        (0..<aft_certinfo_count(handle)).compactMap { i in aft_certinfo_pem(handle, Int32(i)).map { String(cString: $0) } }
+    }
+
+    private func info(double what: CURLINFO) -> Double? {
         var v = 0.0
         return aft_easy_getinfo_double(handle, what, &v) == CURLE_OK ? v : nil
     }
 
-    /// A string info value.
-    public func info(string what: CURLINFO) -> String? {
+    private func info(string what: CURLINFO) -> String? {
         var p: UnsafeMutablePointer<CChar>?
         guard aft_easy_getinfo_string(handle, what, &p) == CURLE_OK, let p else { return nil }
         return String(cString: p)
     }
+}
+
+/// The phases of one request, in seconds from its start (libcurl's `CURLINFO_*_TIME`).
+public struct CurlTimeline: Equatable, Sendable {
+    public var nameLookup: Double?
+    public var connect: Double?
+    public var tls: Double?
+    public var firstByte: Double?
+    public var total: Double?
 }

@@ -10,8 +10,6 @@ public final class CurlMulti {
     let multi: UnsafeMutableRawPointer
     private let loop: EventLoop
     private let timer: UnsafeMutablePointer<uv_timer_t>
-    /// Called for each finished easy handle with its result; the receiver removes the handle.
-    public var onDone: ((UnsafeMutableRawPointer, CURLcode) -> Void)?
     private var inCallback = false
 
     /// One curl socket's poll handle. Retained by `curl_multi_assign` in the socket callback and
@@ -51,14 +49,15 @@ public final class CurlMulti {
         }
     }
 
-    /// Adds an easy handle; the transfer starts on the loop.
-    public func add(_ easy: UnsafeMutableRawPointer) -> Bool {
-        curl_multi_add_handle(multi, easy) == CURLM_OK
+    /// Adds an easy handle; the transfer starts on the loop. The caller keeps it alive until it
+    /// is done (``CurlEasy/onDone``) or removed.
+    public func add(_ easy: CurlEasy) -> Bool {
+        curl_multi_add_handle(multi, easy.handle) == CURLM_OK
     }
 
     /// Removes an easy handle (aborting it if running). Never call from inside a curl callback.
-    public func remove(_ easy: UnsafeMutableRawPointer) {
-        curl_multi_remove_handle(multi, easy)
+    public func remove(_ easy: CurlEasy) {
+        curl_multi_remove_handle(multi, easy.handle)
     }
 
     // MARK: - curl → libuv
@@ -121,7 +120,8 @@ public final class CurlMulti {
         drain()
     }
 
-    /// Reads finished transfers and hands each to ``onDone``.
+    /// Reads finished transfers, removes each from the multi and calls its ``CurlEasy/onDone``
+    /// (the handle is found through `CURLOPT_PRIVATE` and kept alive for the call).
     private func drain() {
         var pending: Int32 = 0
         var finished: [(UnsafeMutableRawPointer, CURLcode)] = []
@@ -130,7 +130,13 @@ public final class CurlMulti {
                 finished.append((easy, aft_msg_result(msg)))
             }
         }
-        for (easy, code) in finished { onDone?(easy, code) }
+        for (handle, code) in finished {
+            curl_multi_remove_handle(multi, handle)
+            guard let easy = CurlEasy.owner(of: handle) else { continue }
+            let error = code == CURLE_OK
+                ? nil : CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: easy.message(for: code))
+            withExtendedLifetime(easy) { easy.onDone?(error) }
+        }
     }
 
     /// Kicks curl after handles were added outside a socket event (it also arms its timer itself).

@@ -12,7 +12,7 @@ public enum CurlCommandRenderer {
     public static func render(_ r: JobRecord) -> String {
         let req = r.request
         var args = ["curl", "--fail", "--location", "--proto", "=http,https", "--max-redirs", "10"]
-        if r.kind == "download" {
+        if r.kind == .download {
             args += ["-H", "Accept-Encoding: identity"]
             if let dest = r.destination {
                 args += ["-C", "-", "-o", dest]

@@ -82,7 +82,9 @@ public final class Daemon {
                 self.handle(method, params, conn)
             }
             self.server = server
-            engine.onEvent = { [unowned server] method, job in server.broadcast(method, job: job) }
+            engine.onEvent = { [unowned server] kind, job in
+                server.broadcast(kind == .progress ? RPCMethod.progressEvent : RPCMethod.stateEvent, job: job)
+            }
             if config.watchNetwork {
                 do {
                     let m = try NetworkMonitor(loop: loop.raw) { [unowned engine] reachable in engine.setReachable(reachable) }
@@ -150,40 +152,65 @@ public final class Daemon {
     private struct CurlParams: Decodable { var id: Int64 }
 
     private func handle(_ method: String, _ params: JSONValue?, _ conn: RPCConnection) -> Result<JSONValue, RPCError> {
+        let result = dispatch(method, params, conn)
+        // Every change a request made is committed before its answer is sent.
+        engine?.commit()
+        return result
+    }
+
+    private struct AddManyParams: Decodable { var requests: [TransferRequest] }
+
+    private func dispatch(_ method: String, _ params: JSONValue?, _ conn: RPCConnection) -> Result<JSONValue, RPCError> {
         guard let engine else { return .failure(RPCError(code: RPCErrorCode.internalError, message: "not ready")) }
         if stopping { return .failure(RPCError(code: RPCErrorCode.shuttingDown, message: "the daemon is shutting down")) }
         switch method {
         case RPCMethod.add:
             return decode(params, as: TransferRequest.self).flatMap { req in
-                do { return encode(try engine.add(req)) } catch let e as RPCError { return .failure(e) } catch {
+                do { return encode(try engine.add(req)) } catch let e as RPCError { return .failure(e) } catch let e as TransferError {
+                    return .failure(RPCError.refusedInput(e.code, e.message))
+                } catch {
                     return .failure(RPCError(code: RPCErrorCode.internalError, message: "\(error)"))
                 }
             }
         case RPCMethod.list:
-            return decode(params, as: ListParams.self).flatMap { p in encode(engine.list(state: p.state)) }
+            return decode(params, as: ListParams.self).flatMap { p in
+                encode(engine.jobs(state: p.state, after: nil, limit: Int.max))
+            }
+        case "transfer.addMany":
+            return decode(params, as: AddManyParams.self).flatMap { p in
+                do {
+                    return encode(["jobs": try engine.addMany(p.requests)])
+                } catch let e as BatchRefusal {
+                    return .failure(RPCError(code: RPCErrorCode.invalidParams, message: "request \(e.index): \(e.error.message)",
+                        data: .object(["code": .string(e.error.code.rawValue), "index": .int(Int64(e.index))])))
+                } catch let e as RPCError { return .failure(e) } catch {
+                    return .failure(RPCError(code: RPCErrorCode.internalError, message: "\(error)"))
+                }
+            }
         case RPCMethod.get:
             return decode(params, as: GetParams.self).flatMap { p in
-                guard let job = engine.get(p.id) else {
+                guard let job = engine.job(p.id) else {
                     return .failure(RPCError(code: RPCErrorCode.notFound, message: "job \(p.id) does not exist"))
                 }
                 return encode(job)
             }
         case RPCMethod.pause, RPCMethod.resume, RPCMethod.cancel, RPCMethod.retry, RPCMethod.remove:
             return decode(params, as: ControlParams.self).flatMap { p in
-                encode(engine.control(method, ids: p.ids, deleteFiles: p.deleteFiles == true))
+                let action = ControlAction(rawValue: String(method.dropFirst("transfer.".count))) ?? .pause
+                return encode(engine.control(action, ids: p.ids, deleteFiles: p.deleteFiles == true))
             }
         case "transfer.curl":
             return decode(params, as: CurlParams.self).flatMap { p in
-                guard let r = engine.record(p.id) else {
+                guard let command = engine.curlCommand(p.id) else {
                     return .failure(RPCError(code: RPCErrorCode.notFound, message: "job \(p.id) does not exist"))
                 }
-                return .success(.object(["command": .string(CurlCommandRenderer.render(r))]))
+                return .success(.object(["command": .string(command)]))
             }
         case RPCMethod.daemonStatus:
             return encode(DaemonStatus(
                 pid: getpid(), version: AFTransferVersion.string, home: config.paths.home, socket: config.paths.socket,
                 network: engine.isReachable ? "reachable" : "unreachable", maxActive: config.engine.maxActive,
-                jobs: engine.counts(), startedAt: Timestamp.rfc3339(startedAt)))
+                jobs: Dictionary(uniqueKeysWithValues: engine.counts().map { ($0.key.rawValue, $0.value) }), startedAt: Timestamp.rfc3339(startedAt)))
         case RPCMethod.daemonShutdown:
             // Answer first, then stop on the next loop turn.
             let t = LoopTimer(loop: loop)

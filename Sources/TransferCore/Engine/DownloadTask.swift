@@ -1,11 +1,13 @@
-import CCurl
 import Foundation
 
-/// One attempt of a download: bytes go to `<destination>.aftpart`, resumed with `Range` and
-/// `If-Range`, hashed as they arrive, synced, verified and renamed into place (SPEC "Downloads").
-/// Loop-thread only.
+/// One attempt of a download: bytes go to the destination's part (`<destination>.aftpart`),
+/// resumed with `Range` and `If-Range`, hashed as they arrive, synced, verified and moved into
+/// place (SPEC "Downloads"). The part is created with the first body byte, so a failure before
+/// any (a 404, a refused redirect) leaves nothing behind. Loop-thread only.
 final class DownloadTask: TransferTask {
     private var part: PartFile?
+    /// The part's path once the destination is known.
+    private var partPath: String?
     /// The digest of the part, computed off the loop (nil until the part is open).
     private var hasher: RangeHasher?
     /// Bytes already in the part when this attempt asked for more.
@@ -14,46 +16,25 @@ final class DownloadTask: TransferTask {
     private var keepBody = false
     /// A 416 told us the part is already whole.
     private var wholeAlready = false
-
-    /// The suffix of part files.
-    static let partSuffix = ".aftpart"
-
-    /// The part file of a destination: `<destination>.aftpart`, or, when that name would pass
-    /// the 255-byte limit of a file name, a shortened name with a digest of the full one (still a
-    /// pure function of the destination, so recovery finds it).
-    static func partPath(_ destination: String) -> String {
-        let name = (destination as NSString).lastPathComponent
-        if name.utf8.count + partSuffix.utf8.count <= 255 { return destination + partSuffix }
-        let digest = Sha256()
-        let bytes = Array(name.utf8)
-        bytes.withUnsafeBytes { if let base = $0.baseAddress { digest.update(base, bytes.count) } }
-        var prefix = ""
-        for ch in name.unicodeScalars {
-            if prefix.utf8.count + String(ch).utf8.count > 200 { break }
-            prefix.unicodeScalars.append(ch)
-        }
-        let short = prefix + "." + digest.finalizeHex().prefix(16) + partSuffix
-        return ((destination as NSString).deletingLastPathComponent as NSString).appendingPathComponent(short)
-    }
+    /// The offset of the last checkpoint asked for.
+    private(set) var checkpointRequestedAt: Int64 = -1
 
     override func prepare() throws {
-        if let dest = record.destination { try openPart(for: dest) }
+        if let dest = record.destination { try openExistingPart(for: Destination(path: dest)) }
         bytes = offset
         total = record.total
     }
 
-    /// Opens the part, then hashes the bytes it already holds on libuv's pool (a large part would
-    /// block the loop) before the first request.
+    /// Opens the part if one exists, then hashes the bytes it already holds on libuv's pool (a
+    /// large part would block the loop) before the first request.
     override func start() throws {
         try prepare()
         guard offset > 0, let hasher else {
             try startHop()
             return
         }
-        isPreparing = true
         hasher.whenHashed(upTo: offset) { ok in
-            self.isPreparing = false
-            guard self.stopReason == nil else { return }
+            guard self.phase == .preparing else { return }
             if !ok { self.resetToZero() }  // bytes that cannot be read back cannot be verified
             do { try self.startHop() } catch {
                 self.complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
@@ -61,15 +42,27 @@ final class DownloadTask: TransferTask {
         }
     }
 
-    /// Creates parent directories if asked and opens the part; `offset` is its size.
-    private func openPart(for dest: String) throws {
-        let dir = (dest as NSString).deletingLastPathComponent
-        try engine.ensureDirectory(dir, create: record.request.createDirs == true)
-        let p = try PartFile(loop: engine.loop, path: Self.partPath(dest), mode: engine.config.fileMode)
+    /// Checks (or creates) the directory and opens an existing part; `offset` is its size.
+    private func openExistingPart(for dest: Destination) throws {
+        try Destination.ensureDirectory(
+            dest.directory, create: record.request.createDirs == true, mode: engine.config.directoryMode)
+        partPath = dest.partPath
+        offset = 0
+        part = nil
+        hasher?.close()
+        hasher = nil
+        var st = stat()
+        guard stat(dest.partPath, &st) == 0 else { return }
+        try openPart(dest.partPath)
+    }
+
+    /// Opens (creating) the part and a hasher reading it back.
+    private func openPart(_ path: String) throws {
+        let p = try PartFile(loop: engine.loop, path: path, mode: engine.config.fileMode)
         part = p
         offset = p.size()
         hasher?.close()
-        hasher = RangeHasher(loop: engine.loop, path: p.path)
+        hasher = RangeHasher(loop: engine.loop, path: path)
     }
 
     override var overriddenHeaders: [String] { ["accept-encoding", "range", "if-range"] }
@@ -86,20 +79,14 @@ final class DownloadTask: TransferTask {
         return h
     }
 
-    override func configureBody(_ easy: CurlEasy) {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        easy.set(CURLOPT_WRITEDATA, pointer: me)
-        easy.set(CURLOPT_WRITEFUNCTION, callback: { ptr, size, n, ud in
-            guard let ptr, let ud else { return 0 }
-            let t = Unmanaged<DownloadTask>.fromOpaque(ud).takeUnretainedValue()
-            return t.receive(UnsafeRawPointer(ptr), size * n)
-        })
-        if offset > 0 { easy.set(CURLOPT_RANGE, "\(offset)-") }
+    override func configure(_ options: inout CurlRequestOptions, _ easy: CurlEasy) {
+        if offset > 0 { options.rangeFrom = offset }
+        easy.onBody = { [unowned self] data in self.receive(data) }
     }
 
     override func responseHeadersComplete() {
         keepBody = false
-        guard let s = status else { return }
+        guard let s = lastStatus else { return }
         if s == 416 && offset > 0 {
             let remote = contentRange()?.total ?? record.total
             if remote == offset {
@@ -108,7 +95,8 @@ final class DownloadTask: TransferTask {
             } else {
                 // The part is longer than the remote file: its content changed.
                 resetToZero()
-                abortError = TransferError(.httpStatus, "HTTP 416: the remote file is shorter than the part; starting over", retryable: true)
+                abortError = TransferError(
+                    .httpStatus, "HTTP 416: the remote file is shorter than the part; starting over", retryable: true)
             }
             return
         }
@@ -119,7 +107,8 @@ final class DownloadTask: TransferTask {
         if s == 206 {
             guard let cr = contentRange(), cr.start == offset else {
                 resetToZero()
-                abortError = TransferError(.network, "the server sent a range that does not match the part; starting over", retryable: true)
+                abortError = TransferError(
+                    .network, "the server sent a range that does not match the part; starting over", retryable: true)
                 return
             }
             total = cr.total
@@ -131,40 +120,38 @@ final class DownloadTask: TransferTask {
             }
             total = header("content-length").flatMap { Int64($0) }
         }
-        let etag = header("etag")
-        let lm = header("last-modified")
-        let newTotal = total
-        let reset = offset == 0
-        let r = engine.updateRecord(jobId) { r in
-            if reset { r.durableBytes = 0 }
-            r.etag = etag
-            r.lastModified = lm
-            r.total = newTotal
-        }
-        if let r { refresh(r) }
+        var p = JobPatch()
+        if offset == 0 { p.durableBytes = 0 }
+        p.etag = .some(header("etag"))
+        p.lastModified = .some(header("last-modified"))
+        p.total = .some(total)
+        write(p)
         keepBody = true
     }
 
-    /// Names the destination from Content-Disposition or the URL (directory mode) and opens the part.
+    /// Names the destination from Content-Disposition or the URL (directory mode).
     private func nameDestination() -> Bool {
         let dir = record.request.directory ?? FileManager.default.currentDirectoryPath
         let name = SuggestedFilename.suggest(contentDisposition: header("content-disposition"), url: record.url)
-        let dest = (dir as NSString).appendingPathComponent(name)
-        if let err = engine.destinationConflict(dest, job: jobId, replace: record.request.replace == true) {
+        let dest = Destination(path: (dir as NSString).appendingPathComponent(name))
+        if let err = dest.clash(replace: record.request.replace == true, heldBy: engine.holder(of: dest.path, except: jobId)) {
             abortError = err
             return false
         }
         do {
-            if let r = engine.updateRecord(jobId, { $0.destination = dest }) { refresh(r) }
-            try openPart(for: dest)
+            var p = JobPatch()
+            p.destination = .some(dest.path)
+            write(p)
+            try openExistingPart(for: dest)
             if offset > 0 {
-                // A stale part of another download: never splice. (The fresh hasher from
-                // openPart has read nothing yet, so it stays valid.)
+                // A stale part of another download: never splice.
                 _ = part?.truncate(to: 0)
                 offset = 0
+                hasher?.close()
+                hasher = part.map { RangeHasher(loop: engine.loop, path: $0.path) }
             }
             bytes = 0
-            Log.info("destination \(dest)", job: jobId)
+            Log.info("destination \(dest.path)", job: jobId)
             return true
         } catch let e as TransferError {
             abortError = e
@@ -176,12 +163,7 @@ final class DownloadTask: TransferTask {
 
     /// Throws away the part's bytes: the database first (durable 0), then the file.
     private func resetToZero() {
-        engine.invalidateCheckpoints(jobId)
-        if let r = engine.updateRecord(jobId, { r in
-            r.durableBytes = 0
-            r.etag = nil
-            r.lastModified = nil
-        }) { refresh(r) }
+        write(engine.checkpointer.discard(jobId))
         _ = part?.truncate(to: 0)
         offset = 0
         bytes = 0
@@ -201,26 +183,30 @@ final class DownloadTask: TransferTask {
         return (start: s, total: t)
     }
 
-    /// The write callback: appends body bytes to the part and the digest.
-    private func receive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
-        guard keepBody else { return n }
-        guard pace(n) else { return Int(CURL_WRITEFUNC_PAUSE) }
-        guard let part else {
-            abortError = TransferError(.io, "no part file is open", retryable: false)
-            return 0
+    /// The body callback: appends bytes to the part (created with the first byte) and the digest.
+    private func receive(_ data: UnsafeRawBufferPointer) -> CurlEasy.BodyVerdict {
+        guard keepBody else { return .accept }
+        guard pace(data.count) else { return .pause }
+        if part == nil {
+            guard let path = partPath else {
+                abortError = TransferError(.io, "no destination to write to", retryable: false)
+                return .abort
+            }
+            do { try openPart(path) } catch {
+                abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+                return .abort
+            }
         }
-        let rc = part.append(p, n, at: bytes)
+        guard let part, let base = data.baseAddress else { return .accept }
+        let rc = part.append(base, data.count, at: bytes)
         if rc != 0 {
             abortError = FileErrors.error(rc, "cannot write \(part.path)")
-            return 0
+            return .abort
         }
-        progressed(to: bytes + Int64(n))
+        progressed(to: bytes + Int64(data.count))
         hasher?.advance(to: bytes)
-        return n
+        return .accept
     }
-
-    /// The offset of the last checkpoint asked for.
-    private(set) var checkpointRequestedAt: Int64 = -1
 
     /// Makes the bytes so far durable, then records the offset (bytes before bookkeeping).
     func checkpoint(then: (() -> Void)? = nil) {
@@ -230,15 +216,15 @@ final class DownloadTask: TransferTask {
         }
         let at = bytes
         checkpointRequestedAt = at
-        let gen = engine.checkpointGeneration(jobId)
+        let gen = engine.checkpointer.generation(jobId)
         part.sync { ok in
-            if ok { self.engine.recordCheckpoint(self.jobId, generation: gen, offset: at) }
+            if ok { self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: at) }
             then?()
         }
     }
 
     override func complete(report: @escaping (AttemptOutcome) -> Void) {
-        let s = status ?? 0
+        let s = lastStatus ?? 0
         if !wholeAlready && !(200..<300).contains(s) {
             complete(failure: RetryPolicy.error(forHTTPStatus: s))
             return
@@ -247,19 +233,27 @@ final class DownloadTask: TransferTask {
             complete(failure: TransferError(.network, "the transfer ended at \(bytes) of \(t) bytes", retryable: true))
             return
         }
-        guard let part, let dest = record.destination else {
+        guard let dest = record.destination, let path = partPath else {
             complete(failure: TransferError(.io, "the response had no body to save", retryable: false))
             return
         }
+        if part == nil {
+            // An empty body: the (empty) file is created now.
+            do { try openPart(path) } catch {
+                complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: false))
+                return
+            }
+        }
+        guard let part else { return }
         let size = bytes
-        let gen = engine.checkpointGeneration(jobId)
+        let gen = engine.checkpointer.generation(jobId)
         part.sync { ok in
             guard ok else {
                 part.close()
                 report(.failed(TransferError(.io, "cannot sync \(part.path)", retryable: false), retryAfter: nil))
                 return
             }
-            self.engine.recordCheckpoint(self.jobId, generation: gen, offset: size)
+            self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
             part.close()
             guard let hasher = self.hasher else {
                 report(.failed(TransferError(.io, "no digest for \(part.path)", retryable: false), retryAfter: nil))
@@ -267,55 +261,74 @@ final class DownloadTask: TransferTask {
             }
             hasher.finish(at: size) { digest in
                 guard let digest else {
-                    report(.failed(TransferError(.io, "cannot read back \(part.path) to hash it", retryable: true), retryAfter: nil))
+                    report(
+                        .failed(
+                            TransferError(.io, "cannot read back \(part.path) to hash it", retryable: true),
+                            retryAfter: nil))
                     return
                 }
-                self.verified(part: part, dest: dest, size: size, digest: digest, report: report)
+                self.verified(part: part, dest: Destination(path: dest), size: size, digest: digest, report: report)
             }
         }
     }
 
-    /// Checks `--sha256`, then moves the part into place.
+    /// Checks `--sha256`, records that the job is finalizing, and once that is committed moves
+    /// the part into place (SPEC: the row before the rename, so recovery recognizes a rename a
+    /// crash interrupted).
     private func verified(
-        part: PartFile, dest: String, size: Int64, digest: String, report: @escaping (AttemptOutcome) -> Void
+        part: PartFile, dest: Destination, size: Int64, digest: String, report: @escaping (AttemptOutcome) -> Void
     ) {
+        guard phase != .ended else { return }
         if let want = record.request.sha256, want.lowercased() != digest {
             unlink(part.path)
-            engine.invalidateCheckpoints(jobId)
-            engine.updateRecord(jobId) { r in
-                r.durableBytes = 0
-                r.etag = nil
-                r.lastModified = nil
-            }
+            write(engine.checkpointer.discard(jobId))
             report(.failed(TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil))
             return
         }
-        report(engine.finalize(jobId: jobId, part: part.path, destination: dest, size: size, digest: digest,
-                               replace: record.request.replace == true))
+        var p = JobPatch()
+        p.finalizing = true
+        p.durableBytes = size
+        p.sha256 = .some(digest)
+        write(p)
+        engine.afterCommit {
+            guard self.phase != .ended else { return }
+            dest.moveIntoPlace(
+                from: part.path, replace: self.record.request.replace == true, syncer: self.engine.directorySyncer
+            ) { error in
+                guard let error else {
+                    report(.completed(sha256: digest))
+                    return
+                }
+                var undo = JobPatch()
+                undo.finalizing = false
+                self.write(undo)
+                report(.failed(error, retryAfter: nil))
+            }
+        }
     }
-
 
     override func failed(_ error: TransferError, then: @escaping () -> Void) {
         hasher?.close()
         checkpoint {
             self.part?.close()
+            self.removeEmptyPart()
             then()
         }
+    }
+
+    /// Leaves nothing behind when there is nothing to resume: an empty part is deleted.
+    private func removeEmptyPart() {
+        guard let path = partPath else { return }
+        var st = stat()
+        if stat(path, &st) == 0 && st.st_size == 0 { unlink(path) }
     }
 
     override func stopped(_ reason: StopReason, then: @escaping () -> Void) {
         if reason == .cancel {
             hasher?.close()
-            if let part {
-                unlink(part.path)
-                part.close()
-            }
-            engine.invalidateCheckpoints(jobId)
-            engine.updateRecord(jobId) { r in
-                r.durableBytes = 0
-                r.etag = nil
-                r.lastModified = nil
-            }
+            if let partPath { unlink(partPath) }
+            part?.close()
+            write(engine.checkpointer.discard(jobId))
             then()
             return
         }
@@ -323,10 +336,10 @@ final class DownloadTask: TransferTask {
     }
 
     /// Synchronous checkpoint for shutdown: fdatasync on the loop, then the row.
-    func checkpointNow() {
+    override func checkpointNow() {
         guard let part else { return }
         if fdatasync(part.fd) == 0 {
-            engine.recordCheckpoint(jobId, generation: engine.checkpointGeneration(jobId), offset: bytes)
+            engine.checkpointer.recorded(jobId, generation: engine.checkpointer.generation(jobId), offset: bytes)
         }
     }
 }

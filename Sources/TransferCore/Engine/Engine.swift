@@ -1,5 +1,12 @@
-import CCurl
 import Foundation
+
+/// What the engine tells its listeners (the RPC server turns them into notifications).
+public enum EngineNotification: Sendable {
+    /// A job changed state; the change is committed (`transfer.state`).
+    case stateChanged
+    /// A running job moved (`transfer.progress`, at most about 4 a second a job).
+    case progress
+}
 
 /// Settings of the engine (daemon flags).
 public struct EngineConfig: Sendable {
@@ -8,7 +15,9 @@ public struct EngineConfig: Sendable {
     /// The default stall window: under 1 byte/s for this long ends an attempt.
     public static let defaultStallTimeout = 30.0
     /// The default checkpoint interval while bytes flow.
-    public static let defaultCheckpointInterval = 1.0
+    public static let defaultCheckpointInterval = Checkpointer.defaultInterval
+    /// libuv's pool threads: completions fdatasync, hash and fsync directories there in parallel.
+    public static let poolThreads = 16
 
     public var maxActive = EngineConfig.defaultMaxActive
     public var stallTimeout = EngineConfig.defaultStallTimeout
@@ -22,27 +31,39 @@ public struct EngineConfig: Sendable {
     public init() {}
 }
 
-/// The transfer engine: the job state machine, the scheduler, retries and checkpoints, on top of
-/// the store and one curl multi handle. Loop-thread only.
-public final class Engine {
+/// The transfer engine: the composition of the job state machine (``JobMachine``), the in-memory
+/// queue (``Scheduler``), checkpoints (``Checkpointer``), destinations and the running attempts,
+/// on top of the store (group commit) and one curl multi handle.
+///
+/// Every state change goes through ``dispatch(_:_:loaded:)``: the machine decides, the change is
+/// written to the pending ``WriteBatch`` and applied to the in-memory facts, and the actions run.
+/// At the end of each loop pass (and before every RPC answer) ``commit()`` writes the batch in
+/// one transaction and only then sends the events. Loop-thread only.
+public final class Engine: AttemptHost {
     let loop: EventLoop
     let store: JobStore
     let multi: CurlMulti
     let config: EngineConfig
+    private(set) var checkpointer: Checkpointer
+    let directorySyncer: DirectorySyncer
+    private var scheduler = Scheduler()
     private var tasks: [Int64: TransferTask] = [:]
-    private var byEasy: [UnsafeMutableRawPointer: TransferTask] = [:]
-    private var retryTimers: [Int64: LoopTimer] = [:]
-    private var generations: [Int64: Int] = [:]
+    private var batch = WriteBatch()
+    private var afterCommitQueue: [() -> Void] = []
+    private var events: [(EngineNotification, JobSnapshot)] = []
     private let tick: LoopTimer
-    private var lastCheckpointAt: UInt64 = 0
+    private let retryTimer: LoopTimer
+    private var endOfPass: LoopPrepare?
     private var shuttingDown = false
     private var lastProgressEvent: [Int64: Int64] = [:]
     /// Bytes a download's last attempt left in its part (written, maybe not yet checkpointed), so
     /// a paused or waiting job never shows fewer bytes than it just did. Memory only: after a
     /// restart the part is cut back to its checkpoint anyway.
     private var lastBytes: [Int64: Int64] = [:]
-    /// Receives `transfer.progress` / `transfer.state` events with the job object.
-    public var onEvent: ((String, JobSnapshot) -> Void)?
+    /// Receives state changes (after they are committed) and progress, with the job object.
+    public var onEvent: ((EngineNotification, JobSnapshot) -> Void)?
+    /// Whether anyone listens to events (job objects are built only then).
+    public var wantsEvents: () -> Bool = { true }
     /// Whether the network is reachable (from the NetworkMonitor). Never stops a request.
     public private(set) var isReachable = true
     /// Jitter source in -1...1 (replaceable for tests).
@@ -50,290 +71,280 @@ public final class Engine {
 
     /// Creates the engine; call ``recover()`` then ``start()``.
     public init(loop: EventLoop, store: JobStore, config: EngineConfig) throws {
+        // Before libuv's pool starts (on its first use): parallel fsyncs and hashing reads.
+        setenv("UV_THREADPOOL_SIZE", String(EngineConfig.poolThreads), 0)
         self.loop = loop
         self.store = store
         self.config = config
         self.multi = try CurlMulti(loop: loop)
         self.tick = LoopTimer(loop: loop)
-        multi.onDone = { [unowned self] easy, code in self.handleDone(easy, code) }
+        self.retryTimer = LoopTimer(loop: loop)
+        self.directorySyncer = DirectorySyncer(loop: loop)
+        // A placeholder until `self` can be captured; replaced on the next line.
+        self.checkpointer = Checkpointer(interval: config.checkpointInterval) { _, _ in }
+        self.checkpointer = Checkpointer(interval: config.checkpointInterval) { [unowned self] id, offset in
+            self.recordDurable(id, offset)
+        }
     }
 
     // MARK: - Life cycle
 
-    /// Brings the store in line with the disk after a stop or a crash: part files are cut back to
-    /// their checkpoint, interrupted jobs are queued again, finished renames are recognized.
+    /// Brings the store in line with the disk after a stop or a crash (part files cut back to
+    /// their checkpoint, interrupted jobs queued again, finished renames recognized) and loads
+    /// the in-memory queue.
     public func recover() throws {
         let now = Timestamp.now()
-        for var r in try store.jobs(inStates: [.queued, .running, .waiting, .paused, .failed]) {
-            guard let id = r.id else { continue }
-            var changed = false
-            if r.kind == "download", let dest = r.destination {
-                let part = DownloadTask.partPath(dest)
+        var counts = try store.counts()
+        for s in TransferState.allCases where Scheduler.tracks(s) { counts[s] = 0 }
+        scheduler = Scheduler(untrackedCounts: counts)
+        var recovered: [JobFacts] = []
+        for f in try store.schedulingFacts() {
+            var facts = f
+            var p = JobPatch()
+            if f.kind == .download, let dest = f.destination, f.attempts > 0 || f.finalizing {
+                let part = Destination.partPath(dest)
                 var st = stat()
                 let partExists = stat(part, &st) == 0
-                if r.finalizing && !partExists && FileManager.default.fileExists(atPath: dest) {
+                if f.finalizing && !partExists && FileManager.default.fileExists(atPath: dest) {
                     // Crashed between the rename and the row update: the file is in place.
-                    r.state = .completed
-                    r.completedAt = now
-                    r.finalizing = false
-                    r.durableBytes = r.total ?? r.durableBytes
-                    changed = true
+                    p.state = .completed
+                    p.completedAt = .some(now)
+                    p.finalizing = false
+                    Log.info("recovered: completed \(dest)", job: f.id)
                 } else if partExists {
                     let size = Int64(st.st_size)
-                    if size > r.durableBytes {
-                        if truncate(part, off_t(r.durableBytes)) != 0 {
-                            Log.info("cannot cut \(part) back to its checkpoint: \(String(cString: strerror(errno)))", job: id)
+                    if size > f.durableBytes {
+                        if truncate(part, off_t(f.durableBytes)) != 0 {
+                            Log.info("cannot cut \(part) back to its checkpoint: \(String(cString: strerror(errno)))", job: f.id)
                         }
-                    } else if size < r.durableBytes {
-                        r.durableBytes = size
-                        changed = true
+                    } else if size < f.durableBytes {
+                        p.durableBytes = size
                     }
-                } else if r.durableBytes > 0 {
-                    r.durableBytes = 0
-                    changed = true
+                } else if f.durableBytes > 0 {
+                    p.durableBytes = 0
                 }
             }
-            if r.state == .running {
-                r.state = .queued
-                if var last = r.history.popLast() {
-                    if last.endedAt == nil { last.endedAt = Timestamp.rfc3339(now) }
-                    r.history.append(last)
-                }
-                changed = true
+            if f.state == .running, p.state == nil {
+                if case .success(let t) = JobMachine.transition(.recovered, f, MachineContext(now: now)) { p.merge(t.patch) }
             }
-            if changed {
-                let copy = r
-                try store.update(id) { $0 = copy }
-                if copy.state == .completed { Log.info("recovered: completed \(r.destination ?? "")", job: id) }
+            if !p.isEmpty {
+                batch.patch(f.id, p)
+                facts.apply(p)
             }
+            recovered.append(facts)
         }
+        try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
+        for f in recovered { scheduler.add(f) }
+        try store.commit(batch, now: now)
+        batch = WriteBatch()
     }
 
-    /// Starts the periodic tick and the scheduler; arms timers of waiting jobs.
+    /// Starts the periodic tick, the end-of-pass commit and the scheduler; arms the timers of
+    /// waiting jobs.
     public func start() {
+        endOfPass = LoopPrepare(loop: loop) { [unowned self] in self.commit() }
         tick.start(after: 250, repeating: 250) { [unowned self] in self.onTick() }
-        for r in (try? store.jobs(inStates: [.waiting])) ?? [] {
-            guard let id = r.id else { continue }
-            if r.waitReason == "offline" {
-                if isReachable { _ = transition(id, to: .queued) { $0.waitReason = nil } }
-            } else {
-                armRetry(id, at: r.nextRetryAt ?? Timestamp.now())
+        for id in scheduler.facts.keys.sorted() {
+            guard let f = scheduler.facts[id], f.state == .waiting else { continue }
+            switch f.waitReason {
+            case .offline?:
+                if isReachable { dispatch(id, .networkReturned) }
+            default:
+                scheduler.arm(id, at: f.nextRetryAt ?? Timestamp.now())
             }
         }
+        rearmRetryTimer()
         schedule()
     }
 
-    /// Stops every transfer with a synchronous checkpoint and queues them for the next start.
+    /// Stops every transfer with a synchronous checkpoint, queues them for the next start and
+    /// commits.
     public func shutdown() {
         shuttingDown = true
         tick.close()
-        for (_, t) in retryTimers { t.close() }
-        retryTimers = [:]
-        for (id, task) in tasks {
-            if let e = task.easy, task.isInMulti {
-                multi.remove(e.handle)
-                byEasy[e.handle] = nil
-                task.isInMulti = false
-            }
-            (task as? DownloadTask)?.checkpointNow()
-            endHistory(id, task: task, error: nil)
-            _ = transition(id, to: .queued, event: false) { _ in }
+        retryTimer.close()
+        for (id, task) in tasks.sorted(by: { $0.key < $1.key }) {
+            task.halt()
+            task.checkpointNow()
+            tasks[id] = nil
+            closeHistory(task, error: nil)
+            dispatch(id, .requeue(.shutdown))
             Log.info("checkpointed at \(task.bytes) bytes for shutdown", job: id)
         }
-        tasks = [:]
+        commit()
+        endOfPass?.close()
+        endOfPass = nil
+    }
+
+    // MARK: - Group commit
+
+    /// Writes the changes of this loop pass in one transaction, then runs what waited for it
+    /// (renames) and sends the events. A failed commit keeps the changes for the next try.
+    public func commitThrowing() throws {
+        if !batch.isEmpty {
+            try store.commit(batch, now: Timestamp.now())
+            batch = WriteBatch()
+        }
+        let waiting = afterCommitQueue
+        afterCommitQueue = []
+        for body in waiting { body() }
+        let ready = events
+        events = []
+        for (method, job) in ready { onEvent?(method, job) }
+    }
+
+    /// ``commitThrowing()``, logging a failure.
+    public func commit() {
+        do { try commitThrowing() } catch { Log.info("cannot write the job database: \(error)") }
+    }
+
+    /// Runs `body` once the changes made so far are committed.
+    func afterCommit(_ body: @escaping () -> Void) { afterCommitQueue.append(body) }
+
+    /// Changes a job's row: into the pending batch, the running attempt's record and the facts.
+    func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil) {
+        guard !patch.isEmpty else { return }
+        batch.patch(id, patch)
+        tasks[id]?.record.apply(patch)
+        scheduler.apply(patch, to: id, loaded: loaded)
+    }
+
+    func write(_ job: Int64, _ patch: JobPatch) { write(job, patch, loaded: nil) }
+
+    private func recordDurable(_ id: Int64, _ offset: Int64) {
+        var p = JobPatch()
+        p.durableBytes = offset
+        write(id, p)
+        // Keep the open attempt's byte count current, so a crash leaves a true history.
+        if let task = tasks[id], task.historyEntry.endedAt == nil {
+            task.historyEntry.bytes = offset
+            batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
+        }
+    }
+
+    // MARK: - The state machine
+
+    /// Applies an event to a job through ``JobMachine`` and performs its actions.
+    /// `loaded` are the facts of a job the scheduler does not track (completed, cancelled).
+    @discardableResult
+    private func dispatch(_ id: Int64, _ event: JobEvent, loaded: JobFacts? = nil) -> Result<JobTransition, JobRefusal>? {
+        guard let facts = scheduler.facts[id] ?? loaded else { return nil }
+        let ctx = MachineContext(
+            now: Timestamp.now(), isReachable: isReachable, jitter: jitter(),
+            attemptFinishing: tasks[id]?.phase == .finishing)
+        let result = JobMachine.transition(event, facts, ctx)
+        guard case .success(let t) = result else { return result }
+        write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
+        var runScheduler = false
+        for action in t.actions {
+            switch action {
+            case .startAttempt: startAttempt(id)
+            case .stopAttempt(let reason): stopAttempt(id, reason)
+            case .armRetryTimer(let at):
+                scheduler.arm(id, at: at)
+                rearmRetryTimer()
+            case .cancelRetryTimer: scheduler.disarm(id)
+            case .deletePart: deletePart(id)
+            case .deleteFile: deleteFile(id)
+            case .deleteRow:
+                batch.delete(id)
+                scheduler.remove(id, state: facts.state)
+                checkpointer.forget(id)
+                lastBytes[id] = nil
+            case .notify: notify(id)
+            case .schedule: runScheduler = true
+            }
+        }
+        if runScheduler { schedule() }
+        return result
+    }
+
+    private func notify(_ id: Int64) {
+        guard onEvent != nil, wantsEvents(), let job = snapshot(id) else { return }
+        events.append((EngineNotification.stateChanged, job))
     }
 
     // MARK: - Scheduling
 
     /// Starts queued jobs while slots are free: highest priority first, then oldest.
-    public func schedule() {
+    private func schedule() {
         guard !shuttingDown else { return }
-        let free = config.maxActive - tasks.count
-        guard free > 0, let queued = try? store.jobs(inStates: [.queued]) else { return }
-        for r in queued.prefix(free) { startJob(r) }
+        while tasks.count < config.maxActive, let id = scheduler.popNext() {
+            dispatch(id, .start)
+        }
     }
 
-    private func startJob(_ r: JobRecord) {
-        guard let id = r.id else { return }
-        let startedAt = Timestamp.rfc3339(Timestamp.now())
-        guard let running = transition(id, to: .running, { r in
-            r.attempts += 1
-            r.error = nil
-            r.waitReason = nil
-            r.nextRetryAt = nil
-            r.history.append(AttemptRecord(attempt: r.attempts, startedAt: startedAt, bytes: r.durableBytes))
-        }) else { return }
+    private func startAttempt(_ id: Int64) {
+        guard var r = record(id) else { return }
+        r.apply(batch.patches[id] ?? JobPatch())
         lastBytes[id] = nil
-        let task: TransferTask = running.kind == "upload"
-            ? UploadTask(engine: self, record: running) : DownloadTask(engine: self, record: running)
+        let task: TransferTask = r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r)
         tasks[id] = task
-        Log.info("attempt \(running.attempts): \(running.method) \(URLRedaction.redact(running.url))", job: id)
+        task.historySeq = r.history.count
+        task.historyEntry = AttemptRecord(
+            attempt: r.attempts, startedAt: Timestamp.rfc3339(Timestamp.now()), bytes: r.durableBytes)
+        batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
+        Log.info("attempt \(r.attempts): \(r.method) \(URLRedaction.redact(r.url))", job: id)
         do {
             try task.start()
         } catch {
             let err = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
-            if let e = task.easy, task.isInMulti {
-                multi.remove(e.handle)
-                byEasy[e.handle] = nil
-                task.isInMulti = false
-            }
-            task.failed(err) { self.attemptEnded(task, .failed(err, retryAfter: nil)) }
+            task.complete(failure: err)
         }
     }
 
-    func register(_ task: TransferTask, easy: UnsafeMutableRawPointer) {
-        byEasy[easy] = task
+    /// Stops a running attempt (its job already changed state).
+    private func stopAttempt(_ id: Int64, _ reason: StopReason) {
+        guard let task = tasks.removeValue(forKey: id) else { return }
+        task.halt()
+        lastProgressEvent[id] = nil
+        if task is DownloadTask && reason != .cancel { lastBytes[id] = task.bytes }
+        closeHistory(task, error: reason == .cancel ? JobMachine.cancelledError : nil)
+        task.stopped(reason) { [weak self] in self?.schedule() }
     }
 
-    private func handleDone(_ easy: UnsafeMutableRawPointer, _ code: CURLcode) {
-        multi.remove(easy)
-        guard let task = byEasy.removeValue(forKey: easy) else { return }
-        task.finish(code: code)
-    }
-
-    /// Records the end of an attempt and moves the job on: completed, waiting for a retry, or failed.
+    /// Records the end of an attempt and moves the job on (``AttemptHost``).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome) {
         let id = task.jobId
         guard tasks[id] === task else { return }  // already stopped by the user
         tasks[id] = nil
         lastProgressEvent[id] = nil
-        if task is DownloadTask, case .failed(let e, _) = outcome, e.code != .checksum { lastBytes[id] = task.bytes }
         switch outcome {
         case .completed(let digest):
-            endHistory(id, task: task, error: nil)
-            let bytes = task.bytes
-            _ = transition(id, to: .completed) { r in
-                r.sha256 = digest
-                r.durableBytes = bytes
-                r.total = bytes
-                r.finalizing = false
-                r.completedAt = Timestamp.now()
-                r.error = nil
-            }
-            Log.info("completed: \(bytes) bytes, sha256 \(digest)", job: id)
-        case .failed(var err, let retryAfter):
-            guard let r = try? store.job(id) else { break }
-            let policy = RetryPolicy(retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit)
-            let networkClass = err.code == .network || err.code == .timeout
-            if err.retryable && networkClass && !isReachable {
-                endHistory(id, task: task, error: err)
-                _ = transition(id, to: .waiting) { r in
-                    r.error = err
-                    r.waitReason = "offline"
-                    r.nextRetryAt = nil
-                }
-                Log.info("offline: waiting for the network (\(err.message))", job: id)
-            } else if err.retryable && policy.shouldRetry(error: err, retriesUsed: r.retriesUsed) {
-                let k = r.retriesUsed + 1
-                let delay = policy.delay(forRetry: k, retryAfter: retryAfter, jitter: jitter())
-                let at = Timestamp.now() + delay
-                endHistory(id, task: task, error: err)
-                _ = transition(id, to: .waiting) { r in
-                    r.retriesUsed = k
-                    r.error = err
-                    r.waitReason = "backoff"
-                    r.nextRetryAt = at
-                }
-                armRetry(id, at: at)
-                Log.info("retry \(k) in \(String(format: "%.2f", delay)) s: \(err.code.rawValue): \(err.message)", job: id)
-            } else {
-                err.retryable = false
-                endHistory(id, task: task, error: err)
-                _ = transition(id, to: .failed) { r in r.error = err }
-                Log.info("failed: \(err.code.rawValue): \(err.message)", job: id)
-            }
+            closeHistory(task, error: nil)
+            dispatch(id, .attemptEnded(.completed(sha256: digest, bytes: task.bytes)))
+            Log.info("completed: \(task.bytes) bytes, sha256 \(digest)", job: id)
+        case .failed(let err, let retryAfter):
+            if task is DownloadTask, err.code != .checksum { lastBytes[id] = task.bytes }
+            closeHistory(task, error: err)
+            dispatch(id, .attemptEnded(.failed(err, retryAfter: retryAfter)))
+            Log.info("attempt ended: \(err.code.rawValue): \(err.message)", job: id)
         }
-        schedule()
     }
 
-    private func armRetry(_ id: Int64, at: Double) {
-        retryTimers[id]?.close()
-        let t = LoopTimer(loop: loop)
-        retryTimers[id] = t
-        let wait = (at - Timestamp.now()) * 1000
+    private func closeHistory(_ task: TransferTask, error: TransferError?) {
+        task.closeHistory(error: error)
+        batch.putAttempt(task.jobId, seq: task.historySeq, task.historyEntry)
+        if let status = task.lastStatus {
+            var p = JobPatch()
+            p.httpStatus = .some(status)
+            write(task.jobId, p)
+        }
+    }
+
+    // MARK: - Timers and the tick
+
+    private func rearmRetryTimer() {
+        guard !shuttingDown, let next = scheduler.nextDeadline() else {
+            retryTimer.stop()
+            return
+        }
+        let wait = (next - Timestamp.now()) * 1000
         let ms = wait.isFinite ? UInt64(min(max(0, wait), 1e12)) : 0
-        t.start(after: ms) { [unowned self] in
-            self.retryTimers[id]?.close()
-            self.retryTimers[id] = nil
-            _ = self.transition(id, to: .queued) { r in
-                r.waitReason = nil
-                r.nextRetryAt = nil
-            }
+        retryTimer.start(after: ms) { [unowned self] in
+            for id in self.scheduler.takeDue(now: Timestamp.now()) { self.dispatch(id, .retryDue) }
+            self.rearmRetryTimer()
             self.schedule()
-        }
-    }
-
-    private func endHistory(_ id: Int64, task: TransferTask, error: TransferError?) {
-        var a = AttemptRecord(attempt: 0, startedAt: "")
-        task.fillTimeline(&a)
-        let status = task.status
-        let bytes = task.bytes
-        updateRecord(id) { r in
-            guard var last = r.history.popLast() else { return }
-            last.endedAt = Timestamp.rfc3339(Timestamp.now())
-            last.httpStatus = status
-            last.bytes = bytes
-            last.nameLookup = a.nameLookup
-            last.connect = a.connect
-            last.tls = a.tls
-            last.firstByte = a.firstByte
-            last.total = a.total
-            last.error = error
-            r.history.append(last)
-            if let status { r.httpStatus = status }
-        }
-    }
-
-    // MARK: - State machine
-
-    /// Moves a job to `state` in its own transaction, then tells subscribers. Returns the new row,
-    /// or nil when the transition is not legal (nothing is written then).
-    @discardableResult
-    func transition(_ id: Int64, to state: TransferState, event: Bool = true, _ change: (inout JobRecord) -> Void = { _ in })
-        -> JobRecord?
-    {
-        var legal = true
-        let r = try? store.update(id) { r in
-            guard r.state.canTransition(to: state) else {
-                legal = false
-                return
-            }
-            r.state = state
-            change(&r)
-        }
-        guard legal, let r else { return nil }
-        if event { onEvent?(RPCMethod.stateEvent, snapshot(r)) }
-        return r
-    }
-
-    /// Changes a job's row in one transaction (no state change).
-    @discardableResult
-    func updateRecord(_ id: Int64, _ change: (inout JobRecord) -> Void) -> JobRecord? {
-        do {
-            return try store.update(id) { change(&$0) }
-        } catch {
-            Log.info("store update failed: \(error)", job: id)
-            return nil
-        }
-    }
-
-    // MARK: - Checkpoints
-
-    func checkpointGeneration(_ id: Int64) -> Int { generations[id, default: 0] }
-
-    /// Makes pending checkpoints of a job's part stale (its bytes were thrown away).
-    func invalidateCheckpoints(_ id: Int64) { generations[id, default: 0] += 1 }
-
-    /// Records a durable offset, unless the part was reset since the sync began.
-    func recordCheckpoint(_ id: Int64, generation: Int, offset: Int64) {
-        guard generations[id, default: 0] == generation else { return }
-        updateRecord(id) { r in
-            r.durableBytes = offset
-            // Keep the open attempt's byte count current, so a crash leaves a true history.
-            if var last = r.history.popLast() {
-                if last.endedAt == nil { last.bytes = offset }
-                r.history.append(last)
-            }
         }
     }
 
@@ -342,27 +353,19 @@ public final class Engine {
         // Stalls: no byte for the stall window ends the attempt (libcurl's low-speed check
         // averages over several seconds and fires late).
         let window = UInt64(config.stallTimeout * 1000)
-        for (_, t) in tasks where t.isInMulti && now &- t.lastProgressAt > window {
-            guard let e = t.easy else { continue }
-            multi.remove(e.handle)
-            byEasy[e.handle] = nil
-            t.isInMulti = false
+        for (_, t) in tasks where t.phase == .transferring && now &- t.lastProgressAt > window {
             let secs = Int(config.stallTimeout)
             t.complete(failure: TransferError(.timeout, "stalled: under 1 byte/s for \(secs) s", retryable: true))
         }
         for (_, t) in tasks { t.rate.sample(bytes: t.bytes, now: now) }
-        // One read of the running rows per tick, and only when some transfer moved.
-        let moved = tasks.filter { lastProgressEvent[$0.key] != $0.value.bytes }
-        if !moved.isEmpty, onEvent != nil, let rows = try? store.jobs(inStates: [.running]) {
-            for r in rows {
-                guard let id = r.id, let t = moved[id] else { continue }
+        if onEvent != nil, wantsEvents() {
+            for (id, t) in tasks where lastProgressEvent[id] != t.bytes {
                 lastProgressEvent[id] = t.bytes
-                onEvent?(RPCMethod.progressEvent, snapshot(r))
+                onEvent?(EngineNotification.progress, JobSnapshot(JobListing(t.record), live: live(t)))
             }
         }
-        if Double(now - lastCheckpointAt) >= config.checkpointInterval * 1000 {
-            lastCheckpointAt = now
-            for (_, t) in tasks where t.isInMulti {
+        if checkpointer.roundDue(now: now) {
+            for (_, t) in tasks where t.phase == .transferring {
                 if let d = t as? DownloadTask, d.bytes != d.checkpointRequestedAt { d.checkpoint() }
             }
         }
@@ -370,70 +373,27 @@ public final class Engine {
 
     // MARK: - Files
 
-    /// The mode of files and directories created for the user.
-    func ensureDirectory(_ dir: String, create: Bool) throws {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
-            if isDir.boolValue { return }
-            throw TransferError(.destinationMissingDir, "\(dir) is not a directory", retryable: false)
+    private func deletePart(_ id: Int64) {
+        lastBytes[id] = nil
+        guard let r = record(id) else { return }
+        if r.kind == .upload, let response = r.request.response {
+            // A response file being written when the daemon stopped.
+            unlink(Destination.partPath(response))
+            return
         }
-        guard create else {
-            throw TransferError(.destinationMissingDir, "directory \(dir) does not exist (use --create-dirs)", retryable: false)
-        }
-        do {
-            // Create each missing level with the user's mode (the daemon's umask is 077).
-            var missing: [String] = []
-            var cur = dir
-            while !cur.isEmpty && cur != "/" && !FileManager.default.fileExists(atPath: cur) {
-                missing.append(cur)
-                cur = (cur as NSString).deletingLastPathComponent
-            }
-            for d in missing.reversed() {
-                try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: false)
-                chmod(d, config.directoryMode)
-            }
-        } catch {
-            throw TransferError(.destinationMissingDir, "cannot create \(dir): \(error.localizedDescription)", retryable: false)
-        }
+        guard r.kind == .download, let dest = r.destination else { return }
+        batch.patch(id, checkpointer.discard(id))
+        unlink(Destination.partPath(dest))
     }
 
-    /// A `destination_exists` error if `dest` exists (without replace) or another unfinished job
-    /// targets it.
-    func destinationConflict(_ dest: String, job: Int64?, replace: Bool) -> TransferError? {
-        if let others = try? store.jobs(inStates: [.queued, .running, .waiting, .paused, .failed]),
-            others.contains(where: { $0.kind == "download" && $0.destination == dest && $0.id != job })
-        {
-            return TransferError(.destinationExists, "another job downloads to \(dest)", retryable: false)
-        }
-        if !replace && FileManager.default.fileExists(atPath: dest) {
-            return TransferError(.destinationExists, "\(dest) exists (use --replace)", retryable: false)
-        }
-        return nil
+    private func deleteFile(_ id: Int64) {
+        guard let r = record(id), r.kind == .download, r.state == .completed, let dest = r.destination else { return }
+        unlink(dest)
     }
 
-    /// Moves a verified part into place: row first (finalizing), then the rename, then the
-    /// directory's fsync.
-    func finalize(jobId: Int64, part: String, destination: String, size: Int64, digest: String, replace: Bool)
-        -> AttemptOutcome
-    {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: destination, isDirectory: &isDir) {
-            if !replace || isDir.boolValue {
-                return .failed(TransferError(.destinationExists, "\(destination) exists", retryable: false), retryAfter: nil)
-            }
-        }
-        updateRecord(jobId) { r in
-            r.finalizing = true
-            r.durableBytes = size
-            r.sha256 = digest
-        }
-        if rename(part, destination) != 0 {
-            let e = errno
-            updateRecord(jobId) { $0.finalizing = false }
-            return .failed(FileErrors.error(e, "cannot move the download into \(destination)"), retryAfter: nil)
-        }
-        FileSync.syncDirectory((destination as NSString).deletingLastPathComponent)
-        return .completed(sha256: digest)
+    /// The job holding a download destination (``AttemptHost``).
+    func holder(of destination: String, except: Int64) -> Int64? {
+        scheduler.holder(of: destination, except: except)
     }
 
     // MARK: - Network
@@ -444,150 +404,33 @@ public final class Engine {
         isReachable = reachable
         Log.info("network \(reachable ? "reachable" : "unreachable")")
         guard reachable, !was, !shuttingDown else { return }
-        for r in (try? store.jobs(inStates: [.waiting])) ?? [] where r.waitReason == "offline" {
-            guard let id = r.id else { continue }
-            _ = transition(id, to: .queued) { $0.waitReason = nil }
-        }
+        for id in scheduler.waiting(.offline) { dispatch(id, .networkReturned) }
         let now = loop.nowMillis
-        for (id, t) in tasks where t.isInMulti && now - t.lastProgressAt > 5000 {
+        for (id, t) in tasks.sorted(by: { $0.key < $1.key }) where t.phase == .transferring && now - t.lastProgressAt > 5000 {
             Log.info("network returned: restarting a silent transfer", job: id)
-            stop(id, reason: .restart, to: .queued)
+            dispatch(id, .requeue(.restart))
         }
         schedule()
     }
 
-    // MARK: - Control (RPC)
+    // MARK: - Adding jobs
 
-    /// Stops a running attempt and moves the job to `state`.
-    private func stop(_ id: Int64, reason: StopReason, to state: TransferState) {
-        guard let task = tasks[id] else { return }
-        task.stopReason = reason
-        if let e = task.easy, task.isInMulti {
-            multi.remove(e.handle)
-            byEasy[e.handle] = nil
-            task.isInMulti = false
-        }
-        tasks[id] = nil
-        lastProgressEvent[id] = nil
-        if task is DownloadTask && reason != .cancel { lastBytes[id] = task.bytes }
-        endHistory(id, task: task, error: reason == .cancel ? TransferError(.cancelled, "cancelled by the user") : nil)
-        _ = transition(id, to: state) { r in
-            if reason == .cancel { r.error = TransferError(.cancelled, "cancelled by the user", retryable: false) }
-        }
-        task.stopped(reason) { [weak self] in self?.schedule() }
-    }
-
-    /// Whether a job's attempt is finishing (verified, being moved into place).
-    private func isFinishing(_ id: Int64) -> Bool {
-        if let t = tasks[id] { return !t.isInMulti && !t.isPreparing }
-        return false
-    }
-
-    /// Applies a control command to each id; returns the jobs acted on and the refusals.
-    public func control(_ method: String, ids: [Int64], deleteFiles: Bool) -> ControlResult {
-        var done: [JobSnapshot] = []
-        var refused: [ControlRefusal] = []
-        for id in ids {
-            guard let r = try? store.job(id) else {
-                refused.append(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))
-                continue
-            }
-            if isFinishing(id) && method != RPCMethod.remove {
-                refused.append(ControlRefusal(id: id, state: r.state, message: "job \(id) is finishing"))
-                continue
-            }
-            var result: JobRecord?
-            switch (method, r.state) {
-            case (RPCMethod.pause, .running):
-                stop(id, reason: .pause, to: .paused)
-                result = try? store.job(id)
-            case (RPCMethod.pause, .queued), (RPCMethod.pause, .waiting):
-                cancelRetryTimer(id)
-                result = transition(id, to: .paused) { r in
-                    r.waitReason = nil
-                    r.nextRetryAt = nil
-                }
-            case (RPCMethod.resume, .paused):
-                result = transition(id, to: .queued) { $0.error = nil }
-            case (RPCMethod.retry, .failed), (RPCMethod.retry, .cancelled):
-                result = transition(id, to: .queued) { r in
-                    r.retriesUsed = 0
-                    r.error = nil
-                }
-            case (RPCMethod.cancel, let s) where !s.isFinal:
-                if s == .running {
-                    stop(id, reason: .cancel, to: .cancelled)
-                    result = try? store.job(id)
-                } else {
-                    cancelRetryTimer(id)
-                    removePart(r)
-                    result = transition(id, to: .cancelled) { r in
-                        r.error = TransferError(.cancelled, "cancelled by the user", retryable: false)
-                        r.waitReason = nil
-                        r.nextRetryAt = nil
-                        r.durableBytes = 0
-                    }
-                }
-            case (RPCMethod.remove, let s):
-                if s == .running, tasks[id]?.isInMulti == true { stop(id, reason: .cancel, to: .cancelled) }
-                cancelRetryTimer(id)
-                let last = (try? store.job(id)) ?? r
-                if last.state != .completed { removePart(last) }
-                if deleteFiles, last.kind == "download", last.state == .completed, let dest = last.destination {
-                    unlink(dest)
-                }
-                try? store.delete(id)
-                done.append(snapshot(last))
-                continue
-            default:
-                refused.append(ControlRefusal(id: id, state: r.state, message: refusal(method, id, r.state)))
-                continue
-            }
-            if let result { done.append(snapshot(result)) }
-        }
-        schedule()
-        return ControlResult(jobs: done, refused: refused)
-    }
-
-    private func refusal(_ method: String, _ id: Int64, _ state: TransferState) -> String {
-        let verb = method.split(separator: ".").last.map(String.init) ?? method
-        return "cannot \(verb) job \(id): it is \(state.rawValue)"
-    }
-
-    private func cancelRetryTimer(_ id: Int64) {
-        retryTimers[id]?.close()
-        retryTimers[id] = nil
-    }
-
-    private func removePart(_ r: JobRecord) {
-        if let id = r.id { lastBytes[id] = nil }
-        if r.kind == "upload", let response = r.request.response {
-            // A response file being written when the daemon stopped.
-            unlink(DownloadTask.partPath(response))
-            return
-        }
-        guard r.kind == "download", let dest = r.destination, let id = r.id else { return }
-        invalidateCheckpoints(id)
-        unlink(DownloadTask.partPath(dest))
-    }
-
-    // MARK: - Adding and reading jobs
-
-    /// Validates and queues a new job (SPEC: refused input changes nothing).
-    public func add(_ request: TransferRequest) throws -> JobSnapshot {
+    /// Validates one request and builds its row; `claimed` are destinations taken by earlier
+    /// requests of the same batch.
+    private func prepareRecord(_ request: TransferRequest, claimed: Set<String>) throws -> JobRecord {
         let req = try RequestValidator.validate(request)
-        let kind = req.kind ?? "download"
+        let kind: JobKind = req.kind == JobKind.upload.rawValue ? .upload : .download
         var destination: String?
         var sourceSize: Int64?
         var sourceMtime: Double?
         var stamps: [SourceStamp]?
         var total: Int64?
-        if kind == "download" {
-            if let dest = req.destination {
-                if let err = destinationConflict(dest, job: nil, replace: req.replace == true) {
-                    throw RPCError.refusedInput(err.code, err.message)
-                }
-                destination = dest
+        if kind == .download {
+            if let path = req.destination {
+                let dest = Destination(path: path)
+                let holder = scheduler.holder(of: path) ?? (claimed.contains(path) ? 0 : nil)
+                if let err = dest.clash(replace: req.replace == true, heldBy: holder) { throw err }
+                destination = path
             }
         } else {
             // The file, or every file part of a form: size and mtime for source_changed.
@@ -599,61 +442,160 @@ public final class Engine {
             stamps = source.stamps
         }
         let now = Timestamp.now()
-        let record = JobRecord(
-            id: nil, kind: kind, url: req.url, method: req.method ?? (kind == "download" ? "GET" : "PUT"),
+        return JobRecord(
+            id: nil, kind: kind, url: req.url, method: req.method ?? (kind == .download ? "GET" : "PUT"),
             state: .queued, request: req, destination: destination, durableBytes: 0, total: total, etag: nil,
             lastModified: nil, attempts: 0, retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil,
             nextRetryAt: nil, priority: req.priority ?? 0, finalizing: false, sha256: nil, sourceSize: sourceSize,
-            sourceMtime: sourceMtime, response: nil, history: [], createdAt: now, updatedAt: now, completedAt: nil,
+            sourceMtime: sourceMtime, response: nil, createdAt: now, updatedAt: now, completedAt: nil,
             sources: stamps)
-        let inserted: JobRecord
-        do {
-            inserted = try store.insert(record)
-        } catch {
-            throw RPCError(code: RPCErrorCode.internalError, message: "cannot store the job: \(error)")
+    }
+
+    /// Validates and queues a new job (SPEC: refused input changes nothing).
+    /// - Throws: `TransferError` for refused input; a store error if it cannot be written.
+    public func add(_ request: TransferRequest) throws -> JobSnapshot {
+        try addMany([request], refusalOfOne: true)[0]
+    }
+
+    /// Checks a request as ``add(_:)`` would, without queuing it.
+    public func prevalidate(_ request: TransferRequest) throws {
+        _ = try prepareRecord(request, claimed: [])
+    }
+
+    /// Queues all requests in one transaction, or none.
+    /// - Throws: ``BatchRefusal`` naming the first refused request (from 0).
+    public func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot] {
+        try addMany(requests, refusalOfOne: false)
+    }
+
+    private func addMany(_ requests: [TransferRequest], refusalOfOne: Bool) throws -> [JobSnapshot] {
+        var records: [JobRecord] = []
+        records.reserveCapacity(requests.count)
+        var claimed: Set<String> = []
+        for (i, request) in requests.enumerated() {
+            do {
+                let r = try prepareRecord(request, claimed: claimed)
+                if r.kind == .download, let d = r.destination { claimed.insert(d) }
+                records.append(r)
+            } catch let e as TransferError {
+                if refusalOfOne { throw e }
+                throw BatchRefusal(index: i, error: e)
+            }
         }
-        guard let id = inserted.id else { throw RPCError(code: RPCErrorCode.internalError, message: "no id") }
-        Log.info("queued \(kind) \(URLRedaction.redact(req.url))", job: id)
-        onEvent?(RPCMethod.stateEvent, snapshot(inserted))
+        try commitThrowing()
+        let inserted = try store.insert(records)
+        let listen = onEvent != nil && wantsEvents()
+        var jobs: [JobSnapshot] = []
+        jobs.reserveCapacity(inserted.count)
+        for r in inserted {
+            guard r.id != nil else { continue }
+            scheduler.add(JobFacts(r))
+            let job = JobSnapshot(JobListing(r), live: nil)
+            jobs.append(job)
+            if listen { events.append((EngineNotification.stateChanged, job)) }
+        }
+        if inserted.count == 1, let id = inserted[0].id {
+            Log.info("queued \(inserted[0].kind.rawValue) \(URLRedaction.redact(inserted[0].url))", job: id)
+        } else if let first = inserted.first?.id, let last = inserted.last?.id {
+            Log.info("queued \(inserted.count) jobs (\(first)...\(last))")
+        }
         schedule()
-        return snapshot((try? store.job(id)) ?? inserted)
+        return jobs
+    }
+
+    // MARK: - Control
+
+    /// Applies a control command to each id; returns the jobs acted on and the refusals.
+    public func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) -> ControlResult {
+        var done: [JobSnapshot] = []
+        var refused: [ControlRefusal] = []
+        for id in ids {
+            var loaded: JobFacts?
+            if scheduler.facts[id] == nil {
+                guard let r = record(id) else {
+                    refused.append(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))
+                    continue
+                }
+                loaded = JobFacts(r)
+            }
+            let before = action == .remove ? snapshot(id) : nil
+            let event: JobEvent
+            switch action {
+            case .pause: event = .pause
+            case .resume: event = .resume
+            case .cancel: event = .cancel
+            case .retry: event = .retry
+            case .remove: event = .remove(deleteFiles: deleteFiles)
+            }
+            switch dispatch(id, event, loaded: loaded) {
+            case .success?:
+                if action == .remove {
+                    if let before { done.append(before) }
+                } else if let job = snapshot(id) {
+                    done.append(job)
+                }
+            case .failure(let refusal)?:
+                refused.append(ControlRefusal(id: id, state: refusal.state, message: refusal.message))
+            case nil:
+                refused.append(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))
+            }
+        }
+        schedule()
+        return ControlResult(jobs: done, refused: refused)
+    }
+
+    // MARK: - Reading jobs
+
+    /// A job's full row as it is now: the running attempt's copy, or the store's with this
+    /// pass's uncommitted changes on top.
+    private func record(_ id: Int64) -> JobRecord? {
+        if let t = tasks[id] { return t.record }
+        guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
+        if let p = batch.patches[id] { r.apply(p) }
+        let pending = batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }
+        for (key, a) in pending {
+            if key.seq < r.history.count { r.history[key.seq] = a } else { r.history.append(a) }
+        }
+        return r
+    }
+
+    private func live(_ t: TransferTask) -> LiveProgress {
+        LiveProgress(bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value)
+    }
+
+    private func snapshot(_ id: Int64) -> JobSnapshot? {
+        guard let r = record(id) else { return nil }
+        var listing = JobListing(r)
+        if let t = tasks[id] {
+            listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
+            return JobSnapshot(listing, live: r.state == .running ? live(t) : nil, lastBytes: lastBytes[id])
+        }
+        return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
     }
 
     /// The job object of one job, or nil.
-    public func get(_ id: Int64) -> JobSnapshot? {
-        (try? store.job(id)).flatMap { $0 }.map(snapshot)
+    public func job(_ id: Int64) -> JobSnapshot? { snapshot(id) }
+
+    /// Up to `limit` job objects with an id above `after`, in id order, optionally in one state.
+    public func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
+        commit()
+        let page = (try? store.listings(state: state, after: after, limit: limit)) ?? []
+        return page.map { l in
+            if let t = tasks[l.id] {
+                var listing = JobListing(t.record)
+                listing.history = l.history
+                return JobSnapshot(listing, live: t.record.state == .running ? live(t) : nil)
+            }
+            return JobSnapshot(l, live: nil, lastBytes: lastBytes[l.id])
+        }
     }
 
-    /// All job objects, oldest first.
-    public func list(state: TransferState?) -> [JobSnapshot] {
-        ((try? store.jobs(state: state)) ?? []).map(snapshot)
-    }
+    /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
+    public func curlCommand(_ id: Int64) -> String? { record(id).map(CurlCommandRenderer.render) }
 
-    /// The stored row of a job (for `transfer.curl`).
-    public func record(_ id: Int64) -> JobRecord? { (try? store.job(id)).flatMap { $0 } }
+    /// Number of jobs in each state (every state present), from memory.
+    public func counts() -> [TransferState: Int] { scheduler.counts }
 
-    /// Number of jobs in each state.
-    public func counts() -> [String: Int] { (try? store.counts()) ?? [:] }
-
-    /// Builds the job object from a row and, while running, the live task.
-    public func snapshot(_ r: JobRecord) -> JobSnapshot {
-        let id = r.id ?? 0
-        let task = r.state == .running ? tasks[id] : nil
-        var bytes = task?.bytes ?? max(r.durableBytes, lastBytes[id] ?? 0)
-        let total = task?.total ?? r.total
-        if r.state == .completed, let total { bytes = total }
-        let rate = task?.rate.value ?? 0
-        var fraction: Double?
-        if let total { fraction = total > 0 ? min(1, Double(bytes) / Double(total)) : 1 }
-        var eta: Double?
-        if let total, r.state == .running, rate > 0 { eta = max(0, Double(total - bytes) / rate) }
-        if r.state == .completed { eta = 0 }
-        return JobSnapshot(
-            id: id, kind: r.kind, url: URLRedaction.redact(r.url), method: r.method, state: r.state,
-            destination: r.destination, bytes: bytes, total: total, fraction: fraction, rate: rate, eta: eta,
-            attempts: r.attempts, httpStatus: r.httpStatus, error: r.error, waitReason: r.waitReason,
-            nextRetryAt: r.nextRetryAt.map(Timestamp.rfc3339), insecure: r.request.insecure == true, sha256: r.sha256,
-            createdAt: Timestamp.rfc3339(r.createdAt), updatedAt: Timestamp.rfc3339(r.updatedAt),
-            completedAt: r.completedAt.map(Timestamp.rfc3339), history: r.history, response: r.response)
-    }
+    /// The running jobs' ids.
+    public var activeCount: Int { tasks.count }
 }

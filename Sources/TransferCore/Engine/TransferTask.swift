@@ -1,93 +1,80 @@
-import CCurl
 import Foundation
 
-/// How one attempt of a transfer ended.
-public enum AttemptOutcome {
-    /// The transfer finished and was verified; the digest of the file or payload.
-    case completed(sha256: String)
-    /// The attempt failed; `retryAfter` is the server's `Retry-After`, in seconds.
-    case failed(TransferError, retryAfter: Double?)
-}
-
-/// Why the engine stopped a running attempt.
-public enum StopReason {
-    case pause
-    case cancel
-    case shutdown
-    /// The network came back and this transfer looked dead: start again at once.
-    case restart
-}
-
-/// One running attempt of a job: an easy handle in the engine's multi, the response's headers,
-/// live progress. Subclasses handle the body (``DownloadTask``, ``UploadTask``).
-/// Kept alive by the engine while its handle is in the multi; callbacks get it unretained.
-/// Loop-thread only.
-open class TransferTask {
+/// One attempt of a job: a request (a new easy handle per redirect hop), the response's headers,
+/// live progress, and the attempt's ``AttemptPhase``. Subclasses handle the body
+/// (``DownloadTask``, ``UploadTask``). Kept alive by the engine while it runs; the easy handle's
+/// callbacks hold it unowned. Loop-thread only.
+class TransferTask {
     /// The job's id.
-    public let jobId: Int64
-    /// The job's row when the attempt started (options, validators, offsets).
-    public private(set) var record: JobRecord
-    unowned let engine: Engine
+    let jobId: Int64
+    /// The job's row, kept in step with every change the attempt or the engine writes.
+    var record: JobRecord
+    unowned let engine: AttemptHost
+    /// Where the attempt is.
+    var phase: AttemptPhase = .preparing
     /// The current easy handle (a new one per redirect hop).
-    var easy: CurlEasy?
+    private(set) var easy: CurlEasy?
     /// The URL of the current hop.
-    var currentURL: String
-    var redirectsFollowed = 0
+    private(set) var currentURL: String
+    private var redirectsFollowed = 0
     /// Whether credentials still apply (dropped after a redirect to another origin).
-    var sendCredentials = true
+    private var sendCredentials = true
+    /// This attempt's entry in the job's history and its position there.
+    var historyEntry: AttemptRecord
+    var historySeq = 0
 
     // Response of the current hop.
-    var status: Int?
-    var headers: [(String, String)] = []
-    var headersComplete = false
+    private(set) var status: Int?
+    private(set) var headers: [(String, String)] = []
 
     // Live progress.
     /// Bytes on disk (download) or sent (upload), counting resumed bytes.
-    public var bytes: Int64 = 0
-    public var total: Int64?
-    /// Loop time (ms) when bytes last grew.
-    public var lastProgressAt: UInt64
+    var bytes: Int64 = 0
+    /// The size, once known.
+    var total: Int64?
+    /// Loop time (ms) when bytes last moved.
+    var lastProgressAt: UInt64
+    /// The smoothed rate, sampled by the engine's tick.
     var rate = RateMeter()
-    /// An error found in a callback that ends the attempt (returned by ``finish(code:)``).
+    /// An error found in a callback that ends the attempt.
     var abortError: TransferError?
-    /// Set when the engine stopped this attempt.
-    public var stopReason: StopReason?
-    /// Whether the easy handle is in the multi now.
-    var isInMulti = false
-    /// Whether the attempt is still getting ready (e.g. hashing a resumed part off the loop).
-    var isPreparing = false
 
-    init(engine: Engine, record: JobRecord) {
+    init(engine: AttemptHost, record: JobRecord) {
         self.engine = engine
         self.record = record
         self.jobId = record.id ?? 0
         self.currentURL = record.url
         self.lastProgressAt = engine.loop.nowMillis
+        self.historyEntry = AttemptRecord(attempt: record.attempts, startedAt: "")
     }
 
-    /// Updates the cached row after the engine changed it.
-    func refresh(_ r: JobRecord) { record = r }
+    /// Writes a change to the job's row (and to ``record``).
+    func write(_ patch: JobPatch) { engine.write(jobId, patch) }
 
     // MARK: - Subclass hooks
 
     /// Prepares files and state before the first request. Throws a job error.
     func prepare() throws {}
-    /// Adds body handling to a freshly configured handle.
-    func configureBody(_ easy: CurlEasy) {}
+    /// Adds what this kind of transfer sends to a hop's options and callbacks.
+    func configure(_ options: inout CurlRequestOptions, _ easy: CurlEasy) {}
     /// Extra request headers for this hop; they replace user headers of the same name.
     func extraHeaders() -> [String] { [] }
     /// Lowercase names of user headers this kind of transfer never sends (it controls them).
     var overriddenHeaders: [String] { [] }
-    /// Whether this is an upload (redirect rules, rate option).
+    /// Whether this is an upload (redirect rules).
     var isUpload: Bool { false }
     /// Called once the final (non-redirect) response's headers are complete.
     func responseHeadersComplete() {}
-    /// Turns a finished hop into an outcome; may finish asynchronously. Calls `report`.
+    /// Turns a finished response into an outcome; may finish asynchronously. Calls `report`.
     func complete(report: @escaping (AttemptOutcome) -> Void) {}
-    /// Stops: called after the handle was removed from the multi.
+    /// Cleanup after a failed attempt (checkpoint, close files), then `then`.
+    func failed(_ error: TransferError, then: @escaping () -> Void) { then() }
+    /// Cleanup after the engine stopped the attempt (its handle is already out of the multi).
     func stopped(_ reason: StopReason, then: @escaping () -> Void) { then() }
+    /// Synchronous checkpoint at shutdown.
+    func checkpointNow() {}
 
-    // MARK: - Starting
+    // MARK: - Starting and stopping
 
     /// Prepares and starts the attempt. Throws a job error if it cannot start.
     func start() throws {
@@ -101,94 +88,85 @@ open class TransferTask {
         easy = e
         status = nil
         headers = []
-        headersComplete = false
-        let me = Unmanaged.passUnretained(self).toOpaque()
         let req = record.request
-        e.set(CURLOPT_URL, currentURL)
-        e.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        e.set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by RedirectPolicy
-        e.set(CURLOPT_USERAGENT, "aftransfer/\(AFTransferVersion.string)")
-        e.set(CURLOPT_CONNECTTIMEOUT, 30)
-        e.set(CURLOPT_BUFFERSIZE, 256 * 1024)
-        e.set(CURLOPT_HEADERDATA, pointer: me)
-        e.set(CURLOPT_HEADERFUNCTION, callback: { ptr, size, n, ud in
-            guard let ptr, let ud else { return 0 }
-            let t = Unmanaged<TransferTask>.fromOpaque(ud).takeUnretainedValue()
-            return t.headerLine(ptr, size * n)
-        })
+        var o = CurlRequestOptions(url: currentURL)
+        o.userAgent = "aftransfer/\(AFTransferVersion.string)"
+        if sendCredentials { o.userPassword = req.user }
+        o.caFile = req.cacert
+        o.pinnedPublicKey = req.pinPubkey
+        o.insecure = req.insecure == true
         if let rate = req.limitRate.flatMap(RateParser.parse) {
             // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable
             // under the multi-socket API. As the curl CLI does, a buffer no larger than a second's
             // worth keeps the rate smooth.
             limiter = TokenBucket(rate: Double(rate), start: engine.loop.nowMillis)
-            e.set(CURLOPT_BUFFERSIZE, Int(min(Int64(256 * 1024), max(1024, rate))))
-            if isUpload { e.set(CURLOPT_UPLOAD_BUFFERSIZE, Int(min(Int64(2 << 20), max(16 * 1024, rate)))) }
+            o.bufferSize = Int(min(Int64(CurlRequestOptions.defaultBufferSize), max(1024, rate)))
         }
-        if sendCredentials, let user = req.user {
-            e.set(CURLOPT_USERPWD, user)
-            e.set(CURLOPT_HTTPAUTH, 1)  // CURLAUTH_BASIC (a macro Swift cannot import)
+        if let pin = req.pinCert {
+            // Checked before the request is sent, on a fresh connection (PinnedCertificate).
+            o.inspectsCertificates = true
+            e.onPrerequest = { [unowned self, unowned e] in
+                if PinnedCertificate.chainContains(easy: e, pemFile: pin) { return true }
+                self.abortError = PinnedCertificate.mismatch
+                return false
+            }
         }
-        if let cacert = req.cacert { e.set(CURLOPT_CAINFO, cacert) }
-        if let pin = req.pinPubkey { e.set(CURLOPT_PINNEDPUBLICKEY, pin) }
-        if req.insecure == true {
-            e.set(CURLOPT_SSL_VERIFYPEER, 0)
-            e.set(CURLOPT_SSL_VERIFYHOST, 0)
-        }
-        // Checked before the request is sent, on a fresh connection (PinnedCertificate).
-        if req.pinCert != nil { PinnedCertificate.enforce(on: e, task: me) }
         let extra = extraHeaders()
         let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overriddenHeaders)
-        var lines: [String] = []
         for h in req.headers ?? [] {
             guard let f = try? HeaderField.parse(h) else { continue }
             if !sendCredentials && f.isSecret { continue }
             if owned.contains(f.name.lowercased()) { continue }
-            lines.append("\(f.name): \(f.value)")
+            o.headers.append("\(f.name): \(f.value)")
         }
-        lines.append(contentsOf: extra)
-        e.setHeaders(lines)
-        configureBody(e)
+        o.headers.append(contentsOf: extra)
+        e.onHeader = { [unowned self] line in self.headerLine(line) }
+        e.onDone = { [unowned self] error in self.finish(error: error) }
+        configure(&o, e)
+        e.configure(o)
         if !e.refusedOptions.isEmpty {
             Log.info("libcurl refused options \(e.refusedOptions)", job: jobId)
         }
-        guard engine.multi.add(e.handle) else {
+        guard engine.multi.add(e) else {
             throw TransferError(.io, "cannot add the transfer to libcurl", retryable: true)
         }
-        isInMulti = true
-        engine.register(self, easy: e.handle)
+        phase = .transferring
+    }
+
+    /// The engine stops the attempt: out of the multi, and every later callback ignored.
+    func halt() {
+        if phase == .transferring, let e = easy { engine.multi.remove(e) }
+        phase = .ended
+        unpauseTimer?.close()
+        unpauseTimer = nil
     }
 
     // MARK: - Headers
 
-    func headerLine(_ p: UnsafeMutablePointer<CChar>, _ n: Int) -> Int {
+    private func headerLine(_ raw: UnsafeRawBufferPointer) -> Bool {
         lastProgressAt = engine.loop.nowMillis
-        let raw = UnsafeRawBufferPointer(start: p, count: n)
         let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
             let parts = line.split(separator: " ", maxSplits: 2)
             status = parts.count > 1 ? Int(parts[1]) : nil
             headers = []
-            headersComplete = false
         } else if line.isEmpty {
             // End of one response's headers; 1xx responses are followed by another.
-            if let s = status, s >= 200 {
-                headersComplete = true
-                if !(300..<400).contains(s) || header("location") == nil {
-                    // Belt and braces: the prerequest check has already passed for this hop.
-                    if let pin = record.request.pinCert, !PinnedCertificate.chainContains(easy: easy, pemFile: pin) {
-                        abortError = PinnedCertificate.mismatch
-                        return 0
-                    }
-                    responseHeadersComplete()
-                    if abortError != nil { return 0 }
+            if let s = status, s >= 200, !((300..<400).contains(s) && header("location") != nil) {
+                // Belt and braces: the prerequest check has already passed for this hop.
+                if let pin = record.request.pinCert, !PinnedCertificate.chainContains(easy: easy, pemFile: pin) {
+                    abortError = PinnedCertificate.mismatch
+                    return false
                 }
+                responseHeadersComplete()
+                if abortError != nil { return false }
             }
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             headers.append((name, value))
         }
-        return n
+        return true
     }
 
     /// The value of response header `name` (lowercase) of the current response.
@@ -197,29 +175,29 @@ open class TransferTask {
     }
 
     /// Whether the current response is a redirect this task must handle.
-    var isRedirect: Bool {
+    private var isRedirect: Bool {
         guard let s = status else { return false }
         return (300..<400).contains(s) && s != 304 && header("location") != nil
     }
 
     // MARK: - Finishing
 
-    /// Called by the engine when the multi reports this hop done (the handle was removed).
-    func finish(code: CURLcode) {
-        isInMulti = false
+    /// The multi reports this hop done (the handle is already out of the multi).
+    private func finish(error: TransferError?) {
+        guard phase == .transferring else { return }
         if let abortError {
             complete(failure: abortError)
             return
         }
-        if code != CURLE_OK {
-            let msg = easy?.errorMessage ?? ""
-            let text = msg.isEmpty ? String(cString: curl_easy_strerror(code)) : msg
-            complete(failure: CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: text))
+        if let error {
+            complete(failure: error)
             return
         }
         if isRedirect, let s = status {
-            let location = easy?.info(string: CURLINFO_REDIRECT_URL)
-            switch RedirectPolicy.next(from: currentURL, location: location, status: s, followed: redirectsFollowed, isUpload: isUpload) {
+            switch RedirectPolicy.next(
+                from: currentURL, location: easy?.redirectURL, status: s, followed: redirectsFollowed,
+                isUpload: isUpload)
+            {
             case .failure(let err):
                 complete(failure: err)
             case .success(let next):
@@ -227,46 +205,62 @@ open class TransferTask {
                 Log.info("redirect \(s) to \(URLRedaction.redact(next))", job: jobId)
                 redirectsFollowed += 1
                 currentURL = next
-                do { try startHop() } catch let e as TransferError { complete(failure: e) } catch {
-                    complete(failure: TransferError(.io, "\(error)", retryable: true))
+                do { try startHop() } catch {
+                    complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
                 }
             }
             return
         }
-        complete { outcome in self.engine.attemptEnded(self, outcome) }
+        phase = .finishing
+        complete { outcome in self.report(outcome) }
     }
 
     /// Ends the attempt with an error.
     func complete(failure: TransferError) {
+        guard phase != .ended else { return }
         // SPEC: Retry-After is honoured (as a minimum) on 429 and 503.
-        let retryAfter = (status == 429 || status == 503)
+        let retryAfter =
+            (status == 429 || status == 503)
             ? header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) } : nil
-        failed(failure) {
-            self.engine.attemptEnded(self, .failed(failure, retryAfter: retryAfter))
+        if phase == .transferring, let e = easy { engine.multi.remove(e) }
+        phase = .finishing
+        failed(failure) { self.report(.failed(failure, retryAfter: retryAfter)) }
+    }
+
+    /// Tells the engine once, unless it stopped the attempt meanwhile.
+    private func report(_ outcome: AttemptOutcome) {
+        guard phase != .ended else { return }
+        phase = .ended
+        unpauseTimer?.close()
+        unpauseTimer = nil
+        engine.attemptEnded(self, outcome)
+    }
+
+    /// The last hop's status and timeline, and the bytes so far, written into the history entry.
+    func closeHistory(error: TransferError?) {
+        if let t = easy?.timeline {
+            historyEntry.nameLookup = t.nameLookup
+            historyEntry.connect = t.connect
+            historyEntry.tls = t.tls
+            historyEntry.firstByte = t.firstByte
+            historyEntry.total = t.total
         }
+        historyEntry.endedAt = Timestamp.rfc3339(Timestamp.now())
+        historyEntry.httpStatus = status
+        historyEntry.bytes = bytes
+        historyEntry.error = error
     }
 
-    /// Subclass cleanup after a failed attempt (checkpoint, close files), then `then`.
-    func failed(_ error: TransferError, then: @escaping () -> Void) { then() }
-
-    /// The timeline of the last hop, into an attempt record.
-    func fillTimeline(_ a: inout AttemptRecord) {
-        guard let e = easy else { return }
-        a.nameLookup = e.info(double: CURLINFO_NAMELOOKUP_TIME)
-        a.connect = e.info(double: CURLINFO_CONNECT_TIME)
-        a.tls = e.info(double: CURLINFO_APPCONNECT_TIME)
-        a.firstByte = e.info(double: CURLINFO_STARTTRANSFER_TIME)
-        a.total = e.info(double: CURLINFO_TOTAL_TIME)
-    }
+    /// The HTTP status of the last response, if any.
+    var lastStatus: Int? { status }
 
     // MARK: - Rate limit
 
-    var limiter: TokenBucket?
+    private(set) var limiter: TokenBucket?
     private var unpauseTimer: LoopTimer?
 
-    /// Whether `n` more bytes may pass now under `--limit-rate`. When not, the caller returns
-    /// libcurl's PAUSE code and a loop timer resumes the transfer when the budget allows (never
-    /// `curl_easy_pause` from inside a callback).
+    /// Whether `n` more bytes may pass now under `--limit-rate`. When not, the caller pauses the
+    /// transfer and a loop timer resumes it when the budget allows (never from inside a callback).
     func pace(_ n: Int) -> Bool {
         guard var bucket = limiter else { return true }
         let wait = bucket.delay(now: engine.loop.nowMillis)
@@ -274,8 +268,8 @@ open class TransferTask {
             if unpauseTimer == nil { unpauseTimer = LoopTimer(loop: engine.loop) }
             if unpauseTimer?.isActive != true {
                 unpauseTimer?.start(after: wait) { [weak self] in
-                    guard let self, self.isInMulti, let e = self.easy else { return }
-                    curl_easy_pause(e.handle, CURLPAUSE_CONT)
+                    guard let self, self.phase == .transferring else { return }
+                    self.easy?.unpause()
                 }
             }
             return false

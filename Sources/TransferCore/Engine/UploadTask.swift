@@ -1,4 +1,3 @@
-import CCurl
 import Foundation
 
 /// One attempt of an upload (SPEC "Uploads"): a file, or a multipart/form-data body built by
@@ -61,7 +60,7 @@ final class UploadTask: TransferTask {
 
     /// Stats an upload's sources at enqueue (the request is already validated).
     ///
-    /// - Throws: `RPCError.refusedInput(.invalidRequest, …)` if a file cannot be looked at.
+    /// - Throws: `TransferError` (`invalid_request`) if a file cannot be looked at.
     static func inspectSources(of request: TransferRequest) throws -> SourceInfo {
         if let form = request.form {
             let parts = try form.map(FormPart.parse)
@@ -82,7 +81,7 @@ final class UploadTask: TransferTask {
                 path: nil, size: size, modificationTime: mtime, payloadLength: payload.contentLength, stamps: stamps)
         }
         guard let source = request.source else {
-            throw RPCError.refusedInput(.invalidRequest, "source: an upload needs a source file or form parts")
+            throw TransferError(.invalidRequest, "source: an upload needs a source file or form parts", retryable: false)
         }
         let st = try statForEnqueue(source, field: "source")
         return SourceInfo(
@@ -94,8 +93,8 @@ final class UploadTask: TransferTask {
     private static func statForEnqueue(_ path: String, field: String) throws -> stat {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw RPCError.refusedInput(
-                .invalidRequest, "\(field): cannot read \(path): \(String(cString: strerror(errno)))")
+            throw TransferError(
+                .invalidRequest, "\(field): cannot read \(path): \(String(cString: strerror(errno)))", retryable: false)
         }
         return st
     }
@@ -191,7 +190,11 @@ final class UploadTask: TransferTask {
         let length = body?.length ?? 0
         bytes = 0
         total = length
-        if record.total != length, let r = engine.updateRecord(jobId, { $0.total = length }) { refresh(r) }
+        if record.total != length {
+            var p = JobPatch()
+            p.total = .some(length)
+            write(p)
+        }
     }
 
     /// Opens `--response FILE`'s part, empty; refuses an existing file without `--replace`.
@@ -202,7 +205,7 @@ final class UploadTask: TransferTask {
         {
             throw TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
         }
-        let part = try PartFile(loop: engine.loop, path: DownloadTask.partPath(path), mode: engine.config.fileMode)
+        let part = try PartFile(loop: engine.loop, path: Destination.partPath(path), mode: engine.config.fileMode)
         responsePart = part
         let rc = part.truncate(to: 0)
         if rc != 0 { throw FileErrors.error(rc, "cannot truncate \(part.path)") }
@@ -215,7 +218,7 @@ final class UploadTask: TransferTask {
 
     // MARK: - Sending
 
-    override func configureBody(_ easy: CurlEasy) {
+    override func configure(_ options: inout CurlRequestOptions, _ easy: CurlEasy) {
         // Every hop sends the payload from byte 0.
         restartPayload()
         keepBody = false
@@ -223,46 +226,15 @@ final class UploadTask: TransferTask {
         responseBytes = 0
         keptBody = Data()
         _ = responsePart?.truncate(to: 0)
-
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        let length = body?.length ?? 0
         // Under --limit-rate, at most about a second's worth a read keeps the pace smooth.
         let paced = limiter.map { Int(min(Double(Self.uploadBufferSize), max(16 * 1024, $0.rate))) }
-        easy.set(CURLOPT_UPLOAD_BUFFERSIZE, paced ?? Self.uploadBufferSize)
-        easy.set(CURLOPT_READDATA, pointer: me)
-        easy.set(
-            CURLOPT_READFUNCTION,
-            callback: { ptr, size, n, ud in
-                guard let ptr, let ud else { return Int(CURL_READFUNC_ABORT) }
-                let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
-                return t.supply(UnsafeMutableRawPointer(ptr), size * n)
-            })
-        easy.set(CURLOPT_SEEKDATA, pointer: me)
-        easy.setSeekFunction { ud, offset, origin in
-            guard let ud else { return Int32(CURL_SEEKFUNC_FAIL) }
-            let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
-            return t.seek(to: Int64(offset), origin: origin)
+        options.body = .upload(method: record.method, length: body?.length ?? 0, bufferSize: paced ?? Self.uploadBufferSize)
+        easy.onRead = { [unowned self] buffer in self.supply(buffer) }
+        easy.onRewind = { [unowned self] in
+            self.restartPayload()
+            return true
         }
-        easy.set(CURLOPT_WRITEDATA, pointer: me)
-        easy.set(
-            CURLOPT_WRITEFUNCTION,
-            callback: { ptr, size, n, ud in
-                guard let ptr, let ud else { return 0 }
-                let t = Unmanaged<UploadTask>.fromOpaque(ud).takeUnretainedValue()
-                return t.receive(UnsafeRawPointer(ptr), size * n)
-            })
-        switch record.method {
-        case "POST":
-            easy.set(CURLOPT_POST, 1)
-            easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: length)
-        case "PUT":
-            easy.set(CURLOPT_UPLOAD, 1)
-            easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
-        default:
-            easy.set(CURLOPT_UPLOAD, 1)
-            easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
-            easy.set(CURLOPT_CUSTOMREQUEST, record.method)
-        }
+        easy.onBody = { [unowned self] data in self.receive(data) }
     }
 
     /// Back to byte 0: the stream, the digest and the progress.
@@ -275,76 +247,72 @@ final class UploadTask: TransferTask {
     }
 
     /// The read callback: fills libcurl's buffer from the payload and hashes what it gave.
-    private func supply(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-        guard let body else { return 0 }
-        guard pace(count) else { return Int(CURL_READFUNC_PAUSE) }
+    private func supply(_ buffer: UnsafeMutableRawBufferPointer) -> CurlEasy.ReadVerdict {
+        guard let body, let base = buffer.baseAddress else { return .bytes(0) }
+        guard pace(buffer.count) else { return .pause }
         do {
-            let n = try body.read(into: buffer, count: count)
+            let n = try body.read(into: base, count: buffer.count)
             if n > 0 {
                 if let fileHasher {
                     fileHasher.advance(to: body.position)
                 } else {
-                    hasher.update(buffer, n)
+                    hasher.update(base, n)
                 }
                 progressed(to: body.position)
             }
-            return n
+            return .bytes(n)
         } catch {
             abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
-            return Int(CURL_READFUNC_ABORT)
+            return .abort
         }
-    }
-
-    /// The seek callback: libcurl rewinds the body to resend it (a dead reused connection).
-    private func seek(to offset: Int64, origin: Int32) -> Int32 {
-        guard offset == 0, origin == SEEK_SET else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
-        restartPayload()
-        return Int32(CURL_SEEKFUNC_OK)
     }
 
     // MARK: - The response
 
     override func responseHeadersComplete() {
         keepBody = true
-        bodyToFile = responsePart != nil && (200..<300).contains(status ?? 0)
+        bodyToFile = responsePart != nil && (200..<300).contains(lastStatus ?? 0)
     }
 
     /// The write callback: the final response's body, to the response file or kept (64 KiB).
-    private func receive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
+    private func receive(_ data: UnsafeRawBufferPointer) -> CurlEasy.BodyVerdict {
         // The answer flowing is activity too (stall detection), though `bytes` counts what was sent.
         lastProgressAt = engine.loop.nowMillis
-        guard keepBody else { return n }
+        guard keepBody, let p = data.baseAddress else { return .accept }
+        let n = data.count
         if bodyToFile, let part = responsePart {
             let rc = part.append(p, n, at: responseBytes)
             if rc != 0 {
                 abortError = FileErrors.error(rc, "cannot write \(part.path)")
-                return 0
+                return .abort
             }
         } else if keptBody.count < Self.keptResponseBytes {
             let take = min(n, Self.keptResponseBytes - keptBody.count)
             keptBody.append(p.assumingMemoryBound(to: UInt8.self), count: take)
         }
         responseBytes += Int64(n)
-        return n
+        return .accept
     }
 
     /// Keeps the final response's status, headers and (unless saved to a file) body with the job.
     private func storeResponse() {
-        guard keepBody, let s = status else { return }
+        guard keepBody, let s = lastStatus else { return }
         var fields: [String: String] = [:]
         for (name, value) in headers {
             fields[name] = fields[name].map { "\($0), \(value)" } ?? value
         }
         let info = ResponseInfo(
             status: s, headers: fields, body: bodyToFile ? "" : String(decoding: keptBody, as: UTF8.self))
-        if let r = engine.updateRecord(jobId, { $0.response = info }) { refresh(r) }
+        var p = JobPatch()
+        p.response = .some(info)
+        write(p)
     }
 
     // MARK: - Finishing
 
     override func complete(report: @escaping (AttemptOutcome) -> Void) {
         storeResponse()
-        let s = status ?? 0
+        let s = lastStatus ?? 0
         guard (200..<300).contains(s) else {
             complete(failure: RetryPolicy.error(forHTTPStatus: s))
             return
@@ -384,27 +352,19 @@ final class UploadTask: TransferTask {
                 report(.failed(TransferError(.io, "cannot sync \(part.path)", retryable: false), retryAfter: nil))
                 return
             }
-            report(self.moveResponse(part.path, to: path, digest: digest))
+            Destination(path: path).moveIntoPlace(
+                from: part.path, replace: self.record.request.replace == true, syncer: self.engine.directorySyncer
+            ) { error in
+                guard let error else {
+                    report(.completed(sha256: digest))
+                    return
+                }
+                unlink(part.path)
+                report(.failed(error.code == .destinationExists
+                    ? TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false) : error,
+                    retryAfter: nil))
+            }
         }
-    }
-
-    /// Moves the saved response into place (respecting `--replace`) and syncs its directory.
-    private func moveResponse(_ part: String, to path: String, digest: String) -> AttemptOutcome {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir),
-            isDir.boolValue || record.request.replace != true
-        {
-            unlink(part)
-            return .failed(
-                TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false), retryAfter: nil)
-        }
-        if rename(part, path) != 0 {
-            let e = errno
-            unlink(part)
-            return .failed(FileErrors.error(e, "cannot move the response into \(path)"), retryAfter: nil)
-        }
-        _ = FileSync.syncDirectory((path as NSString).deletingLastPathComponent)
-        return .completed(sha256: digest)
     }
 
     /// Closes the payload and throws away a partial response file.

@@ -70,7 +70,7 @@ public struct ResponseInfo: Codable, Sendable, Equatable {
 /// encoded as `null`, never omitted.
 public struct JobSnapshot: Codable, Sendable, Equatable {
     public var id: Int64
-    public var kind: String
+    public var kind: JobKind
     public var url: String
     public var method: String
     public var state: TransferState
@@ -83,7 +83,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     public var attempts: Int
     public var httpStatus: Int?
     public var error: TransferError?
-    public var waitReason: String?
+    public var waitReason: WaitReason?
     public var nextRetryAt: String?
     public var insecure: Bool
     public var sha256: String?
@@ -95,9 +95,9 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     public var response: ResponseInfo?
 
     public init(
-        id: Int64, kind: String, url: String, method: String, state: TransferState, destination: String?,
+        id: Int64, kind: JobKind, url: String, method: String, state: TransferState, destination: String?,
         bytes: Int64, total: Int64?, fraction: Double?, rate: Double, eta: Double?, attempts: Int,
-        httpStatus: Int?, error: TransferError?, waitReason: String?, nextRetryAt: String?, insecure: Bool,
+        httpStatus: Int?, error: TransferError?, waitReason: WaitReason?, nextRetryAt: String?, insecure: Bool,
         sha256: String?, createdAt: String, updatedAt: String, completedAt: String?, history: [AttemptRecord],
         response: ResponseInfo? = nil
     ) {
@@ -155,6 +155,6 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
         try c.encode(history, forKey: .history)
-        if kind == "upload" { try c.encode(response, forKey: .response) }
+        if kind == .upload { try c.encode(response, forKey: .response) }
     }
 }

@@ -1,4 +1,3 @@
-import CCurl
 import Foundation
 
 /// Certificate pinning (`--pin-cert FILE`): the server's chain must contain that certificate.
@@ -33,37 +32,11 @@ public enum PinnedCertificate {
         guard let easy, let text = try? String(contentsOfFile: pemFile, encoding: .utf8) else { return false }
         let pins = Set(pemBodies(text))
         guard !pins.isEmpty else { return false }
-        let n = aft_certinfo_count(easy.handle)
-        for i in 0..<n {
-            guard let p = aft_certinfo_pem(easy.handle, Int32(i)) else { continue }
-            if pemBodies(String(cString: p)).contains(where: pins.contains) { return true }
-        }
-        return false
+        return easy.certificateChainPEM.contains { pemBodies($0).contains(where: pins.contains) }
     }
 
     /// The error of a hop whose chain lacks the pinned certificate.
     static var mismatch: TransferError {
         TransferError(.tls, "the server's chain does not contain the pinned certificate", retryable: false)
-    }
-
-    /// libcurl's prerequest callback: `clientp` is the unretained ``TransferTask``. Returns
-    /// CURL_PREREQFUNC_ABORT (1) when the pin fails; the hop then ends with the task's
-    /// `abortError` (`tls`).
-    private static let prereq: aft_curl_prereq_cb = { clientp, _, _, _, _ in
-            guard let clientp else { return 1 }
-            let task = Unmanaged<TransferTask>.fromOpaque(clientp).takeUnretainedValue()
-            guard let pin = task.record.request.pinCert else { return 0 }
-            if chainContains(easy: task.easy, pemFile: pin) { return 0 }
-            task.abortError = mismatch
-            return 1
-        }
-
-    /// Makes `easy` check the pin of `task` (an unretained ``TransferTask``) on a fresh connection,
-    /// before its request is sent.
-    static func enforce(on easy: CurlEasy, task: UnsafeMutableRawPointer) {
-        easy.set(CURLOPT_CERTINFO, 1)
-        easy.set(CURLOPT_FRESH_CONNECT, 1)
-        easy.set(CURLOPT_PREREQDATA, pointer: task)
-        easy.setPrereq(prereq)
     }
 }

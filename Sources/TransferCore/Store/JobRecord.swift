@@ -21,8 +21,7 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     public static let databaseTableName = "job"
 
     public var id: Int64?
-    /// `download` or `upload`.
-    public var kind: String
+    public var kind: JobKind
     /// The URL as given (credentials included; redacted on output).
     public var url: String
     public var method: String
@@ -42,7 +41,7 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     public var retriesUsed: Int
     public var httpStatus: Int?
     public var error: TransferError?
-    public var waitReason: String?
+    public var waitReason: WaitReason?
     /// Seconds since 1970 of the next retry while waiting on a timer.
     public var nextRetryAt: Double?
     public var priority: Int
@@ -53,7 +52,9 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     public var sourceSize: Int64?
     public var sourceMtime: Double?
     public var response: ResponseInfo?
-    public var history: [AttemptRecord]
+    /// The attempt history, oldest first: kept in the `attempt` table (migration v3), filled in
+    /// by the store when one job is read; not a column of this row.
+    public var history: [AttemptRecord] = []
     public var createdAt: Double
     public var updatedAt: Double
     public var completedAt: Double?
@@ -61,7 +62,36 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     /// older rows, which keep the aggregate `sourceSize`/`sourceMtime` check).
     public var sources: [SourceStamp]? = nil
 
+    enum CodingKeys: String, CodingKey {
+        case id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts
+        case retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize
+        case sourceMtime, response, createdAt, updatedAt, completedAt, sources
+    }
+
     public mutating func didInsert(_ inserted: InsertionSuccess) {
         id = inserted.rowID
+    }
+}
+
+extension JobRecord {
+    /// Applies a patch to this in-memory copy of the row (the store writes the same fields).
+    public mutating func apply(_ p: JobPatch) {
+        if let v = p.state { state = v }
+        if let v = p.url { url = v }
+        if let v = p.destination { destination = v }
+        if let v = p.durableBytes { durableBytes = v }
+        if let v = p.total { total = v }
+        if let v = p.etag { etag = v }
+        if let v = p.lastModified { lastModified = v }
+        if let v = p.attempts { attempts = v }
+        if let v = p.retriesUsed { retriesUsed = v }
+        if let v = p.httpStatus { httpStatus = v }
+        if let v = p.error { error = v }
+        if let v = p.waitReason { waitReason = v }
+        if let v = p.nextRetryAt { nextRetryAt = v }
+        if let v = p.finalizing { finalizing = v }
+        if let v = p.sha256 { sha256 = v }
+        if let v = p.response { response = v }
+        if let v = p.completedAt { completedAt = v }
     }
 }

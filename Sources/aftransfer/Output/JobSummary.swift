@@ -9,7 +9,7 @@ enum JobSummary {
             ("URL", job.url),
             ("Method", job.method),
         ]
-        if job.kind == "download" {
+        if job.kind == .download {
             fields.append(("Destination", job.destination ?? "(not known yet)"))
         } else {
             fields.append(("Source", job.destination ?? "(multipart form)"))

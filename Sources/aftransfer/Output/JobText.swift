@@ -6,13 +6,13 @@ enum JobText {
     /// Where the job's data is: a download's destination (its URL until the name is known), an
     /// upload's URL.
     static func target(_ job: JobSnapshot) -> String {
-        if job.kind == "download", let destination = job.destination { return destination }
+        if job.kind == .download, let destination = job.destination { return destination }
         return job.url
     }
 
     /// The last path component of the target, for one-line displays.
     static func name(_ job: JobSnapshot) -> String {
-        if job.kind == "download", let destination = job.destination {
+        if job.kind == .download, let destination = job.destination {
             return (destination as NSString).lastPathComponent
         }
         if let url = URL(string: job.url), !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" {
@@ -44,13 +44,13 @@ enum JobText {
     static func waiting(_ job: JobSnapshot) -> String? {
         guard job.state == .waiting else { return nil }
         switch job.waitReason {
-        case "offline"?:
+        case .offline?:
             return "offline, until the network returns"
         case let reason?:
             if let next = job.nextRetryAt, let seconds = secondsUntil(next) {
-                return reason + ", retry in " + HumanFormat.duration(max(seconds, 0))
+                return reason.rawValue + ", retry in " + HumanFormat.duration(max(seconds, 0))
             }
-            return reason
+            return reason.rawValue
         case nil:
             return nil
         }

@@ -1,0 +1,45 @@
+/// What an attempt (``TransferTask``) may ask of the engine that runs it: the loop, the multi,
+/// row changes, checkpoints, destinations, and the report of its end. Everything else about the
+/// job (its state, retries, slots) is the engine's. Loop-thread only.
+protocol AttemptHost: AnyObject {
+    /// The daemon's loop.
+    var loop: EventLoop { get }
+    /// The engine's curl multi.
+    var multi: CurlMulti { get }
+    /// The engine's settings (modes of created files, stall window).
+    var config: EngineConfig { get }
+    /// Checkpoint cadence and generations.
+    var checkpointer: Checkpointer { get }
+    /// Coalesced directory fsyncs after renames.
+    var directorySyncer: DirectorySyncer { get }
+    /// Changes the job's row (written with the loop pass's group commit; the attempt's cached
+    /// record is updated at once).
+    func write(_ job: Int64, _ patch: JobPatch)
+    /// Runs `body` once the changes made so far are committed (bookkeeping before a rename).
+    func afterCommit(_ body: @escaping () -> Void)
+    /// The job holding a download destination, other than `except`.
+    func holder(of destination: String, except: Int64) -> Int64?
+    /// The attempt ended (called once, unless the engine stopped it first).
+    func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome)
+}
+
+/// How one attempt of a transfer ended.
+public enum AttemptOutcome {
+    /// The transfer finished and was verified; the digest of the file or payload.
+    case completed(sha256: String)
+    /// The attempt failed; `retryAfter` is the server's `Retry-After`, in seconds.
+    case failed(TransferError, retryAfter: Double?)
+}
+
+/// Where one attempt is in its life: the states that replace a set of flags.
+enum AttemptPhase: Equatable {
+    /// Getting ready before the first request (files opened, a resumed part re-hashed).
+    case preparing
+    /// A request is in the multi.
+    case transferring
+    /// The response is complete: syncing, verifying, moving into place. Not stoppable by the
+    /// user (only `remove` forgets it).
+    case finishing
+    /// Over: reported, or stopped by the engine. Late callbacks do nothing.
+    case ended
+}

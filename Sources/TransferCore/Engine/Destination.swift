@@ -1,0 +1,102 @@
+import Foundation
+
+/// A file the daemon writes for the user: a download's target, or an upload's `--response`
+/// file. Bytes go to its part (`<path>.aftpart`) and are moved into place only when verified.
+/// The one place for directory checks and creation, destination clashes, the verified rename
+/// and the directory fsync after it. Loop-thread only.
+struct Destination {
+    /// The suffix of part files.
+    static let partSuffix = ".aftpart"
+
+    /// The absolute path of the final file.
+    let path: String
+
+    /// The directory the file goes in.
+    var directory: String { (path as NSString).deletingLastPathComponent }
+
+    /// The part file: `<path>.aftpart`, or, when that name would pass the 255-byte limit of a
+    /// file name, a shortened name with a digest of the full one (still a pure function of the
+    /// path, so recovery finds it).
+    var partPath: String { Self.partPath(path) }
+
+    /// The part file of `path` (see ``partPath``).
+    static func partPath(_ path: String) -> String {
+        let name = (path as NSString).lastPathComponent
+        if name.utf8.count + partSuffix.utf8.count <= 255 { return path + partSuffix }
+        let short = (shortPrefix(name) + "." + Sha256.hex(of: Array(name.utf8)).prefix(16)) + partSuffix
+        return ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(short)
+    }
+
+    private static func shortPrefix(_ name: String) -> String {
+        var prefix = ""
+        for ch in name.unicodeScalars {
+            if prefix.utf8.count + String(ch).utf8.count > 200 { break }
+            prefix.unicodeScalars.append(ch)
+        }
+        return prefix
+    }
+
+    /// Checks that the directory exists, or creates each missing level with `mode` when asked
+    /// (`--create-dirs`).
+    /// - Throws: `destination_missing_dir`.
+    static func ensureDirectory(_ dir: String, create: Bool, mode: mode_t) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
+            if isDir.boolValue { return }
+            throw TransferError(.destinationMissingDir, "\(dir) is not a directory", retryable: false)
+        }
+        guard create else {
+            throw TransferError(
+                .destinationMissingDir, "directory \(dir) does not exist (use --create-dirs)", retryable: false)
+        }
+        var missing: [String] = []
+        var cur = dir
+        while !cur.isEmpty && cur != "/" && !FileManager.default.fileExists(atPath: cur) {
+            missing.append(cur)
+            cur = (cur as NSString).deletingLastPathComponent
+        }
+        for d in missing.reversed() {
+            // Each level with the user's mode (the daemon's umask is 077).
+            if mkdir(d, mode) != 0 && errno != EEXIST {
+                let e = errno
+                throw TransferError(
+                    .destinationMissingDir, "cannot create \(d): \(String(cString: strerror(e)))", retryable: false)
+            }
+            chmod(d, mode)
+        }
+    }
+
+    /// A `destination_exists` error if another job holds this path (`holder`), or the file
+    /// exists and may not be replaced.
+    func clash(replace: Bool, heldBy holder: Int64?) -> TransferError? {
+        if holder != nil {
+            return TransferError(.destinationExists, "another job downloads to \(path)", retryable: false)
+        }
+        if !replace && FileManager.default.fileExists(atPath: path) {
+            return TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
+        }
+        return nil
+    }
+
+    /// Moves a verified, synced part into place, then makes the rename durable with a
+    /// (coalesced) fsync of the directory; `done(nil)` when both are done.
+    /// The caller has already recorded that the job is finalizing (bookkeeping before the rename
+    /// is what lets recovery recognize a rename that a crash interrupted).
+    func moveIntoPlace(from part: String, replace: Bool, syncer: DirectorySyncer, _ done: @escaping (TransferError?) -> Void) {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !replace || isDir.boolValue {
+            done(TransferError(.destinationExists, "\(path) exists", retryable: false))
+            return
+        }
+        if rename(part, path) != 0 {
+            done(FileErrors.error(errno, "cannot move \(part) into \(path)"))
+            return
+        }
+        syncer.sync(directory) { ok in
+            // The file is in place either way; a failed directory fsync only weakens power-loss
+            // durability, which the log says.
+            if !ok { Log.info("cannot fsync \(directory) after a rename") }
+            done(nil)
+        }
+    }
+}

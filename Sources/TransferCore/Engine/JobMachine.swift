@@ -1,0 +1,257 @@
+import Foundation
+
+/// What happened to a job: the input of ``JobMachine``.
+public enum JobEvent: Equatable, Sendable {
+    /// The scheduler gave the queued job a slot.
+    case start
+    /// The running attempt ended.
+    case attemptEnded(AttemptResult)
+    /// The user's `pause`, `resume`, `cancel`, `retry`.
+    case pause, resume, cancel, retry
+    /// The user's `remove` (`deleteFiles`: also the completed download's file).
+    case remove(deleteFiles: Bool)
+    /// A waiting job's retry timer fired.
+    case retryDue
+    /// The network became reachable again.
+    case networkReturned
+    /// The daemon stops a running attempt to run it again later (shutdown, or a silent transfer
+    /// when the network returns).
+    case requeue(StopReason)
+    /// Found running in the store at start (the daemon stopped or crashed).
+    case recovered
+}
+
+/// How an attempt ended, as far as the job's state is concerned.
+public enum AttemptResult: Equatable, Sendable {
+    /// Verified and in place: the digest and the size.
+    case completed(sha256: String, bytes: Int64)
+    /// Failed; `retryAfter` is the server's `Retry-After` in seconds.
+    case failed(TransferError, retryAfter: Double?)
+}
+
+/// Why the engine stops a running attempt.
+public enum StopReason: Equatable, Sendable {
+    case pause
+    case cancel
+    case shutdown
+    /// The network came back and this transfer looked dead: start again at once.
+    case restart
+}
+
+/// What the engine must do after a transition; the machine itself does no I/O.
+public enum JobAction: Equatable, Sendable {
+    /// Start an attempt (the job is now running).
+    case startAttempt
+    /// Stop the running attempt.
+    case stopAttempt(StopReason)
+    /// Queue the job again when the time comes (seconds since 1970).
+    case armRetryTimer(at: Double)
+    /// Forget the job's retry timer.
+    case cancelRetryTimer
+    /// Delete the partial data (a download's part, an upload's half-written response file).
+    case deletePart
+    /// Delete the completed download's file (`remove --delete-files`).
+    case deleteFile
+    /// Delete the job's row and history.
+    case deleteRow
+    /// Tell subscribers (`transfer.state`), after the change is committed.
+    case notify
+    /// A slot may be free or a job queued: run the scheduler.
+    case schedule
+}
+
+/// The result of a legal event: the row changes (state included) and the actions.
+public struct JobTransition: Equatable, Sendable {
+    /// The changes to write (and to apply to the in-memory facts).
+    public var patch: JobPatch
+    /// What to do, in order.
+    public var actions: [JobAction]
+}
+
+/// An event that does not apply to the job in its state (a control command's refusal).
+public struct JobRefusal: Error, Equatable, Sendable {
+    /// The job's state.
+    public var state: TransferState
+    /// A message for people, naming the job and its state.
+    public var message: String
+}
+
+/// Facts from outside the job that a transition may depend on.
+public struct MachineContext: Sendable {
+    /// Wall-clock now, seconds since 1970 (timestamps in the job object are wall clock).
+    public var now: Double
+    /// Whether the network is reachable.
+    public var isReachable: Bool
+    /// A jitter sample in -1...1 for the retry delay.
+    public var jitter: Double
+    /// Whether the job's attempt is finishing (verified, being moved into place).
+    public var attemptFinishing: Bool
+
+    /// Creates a context.
+    public init(now: Double, isReachable: Bool = true, jitter: Double = 0, attemptFinishing: Bool = false) {
+        self.now = now
+        self.isReachable = isReachable
+        self.jitter = jitter
+        self.attemptFinishing = attemptFinishing
+    }
+}
+
+/// The job state machine (SPEC "States", "Control commands", "Retries and the network"): a pure
+/// function from an event and the job's facts to the new state, the row changes and the
+/// actions. The only place a job's state changes; every legal transition is unit-tested in
+/// `JobMachineTests`.
+public enum JobMachine {
+    /// The error a cancelled job carries.
+    public static let cancelledError = TransferError(.cancelled, "cancelled by the user", retryable: false)
+
+    /// Applies `event` to a job.
+    /// - Returns: the transition, or a refusal when the event does not apply in the job's state.
+    public static func transition(_ event: JobEvent, _ job: JobFacts, _ ctx: MachineContext)
+        -> Result<JobTransition, JobRefusal>
+    {
+        if ctx.attemptFinishing, isControl(event), event != .remove(deleteFiles: false),
+            event != .remove(deleteFiles: true)
+        {
+            return .failure(JobRefusal(state: job.state, message: "job \(job.id) is finishing"))
+        }
+        var p = JobPatch()
+        switch (event, job.state) {
+        case (.start, .queued):
+            p.state = .running
+            p.attempts = job.attempts + 1
+            p.error = .some(nil)
+            p.waitReason = .some(nil)
+            p.nextRetryAt = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.startAttempt, .notify]))
+
+        case (.attemptEnded(.completed(let digest, let bytes)), .running):
+            p.state = .completed
+            p.sha256 = digest
+            p.durableBytes = bytes
+            p.total = bytes
+            p.finalizing = false
+            p.completedAt = ctx.now
+            p.error = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+
+        case (.attemptEnded(.failed(let error, let retryAfter)), .running):
+            return .success(failed(job, error, retryAfter: retryAfter, ctx))
+
+        case (.pause, .running):
+            p.state = .paused
+            return .success(JobTransition(patch: p, actions: [.stopAttempt(.pause), .notify, .schedule]))
+        case (.pause, .queued), (.pause, .waiting):
+            p.state = .paused
+            p.waitReason = .some(nil)
+            p.nextRetryAt = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.cancelRetryTimer, .notify]))
+
+        case (.resume, .paused):
+            p.state = .queued
+            p.error = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+
+        case (.retry, .failed), (.retry, .cancelled):
+            p.state = .queued
+            p.retriesUsed = 0
+            p.error = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+
+        case (.cancel, .running):
+            p.state = .cancelled
+            p.error = .some(cancelledError)
+            p.merge(.partDiscarded)
+            return .success(JobTransition(patch: p, actions: [.stopAttempt(.cancel), .notify, .schedule]))
+        case (.cancel, .queued), (.cancel, .waiting), (.cancel, .paused):
+            p.state = .cancelled
+            p.error = .some(cancelledError)
+            p.waitReason = .some(nil)
+            p.nextRetryAt = .some(nil)
+            p.merge(.partDiscarded)
+            return .success(JobTransition(patch: p, actions: [.cancelRetryTimer, .deletePart, .notify]))
+
+        case (.remove(let deleteFiles), let state):
+            var actions: [JobAction] = []
+            if state == .running { actions.append(.stopAttempt(.cancel)) }
+            actions.append(.cancelRetryTimer)
+            if state != .completed { actions.append(.deletePart) }
+            if deleteFiles && state == .completed && job.kind == .download { actions.append(.deleteFile) }
+            actions += [.deleteRow, .schedule]
+            return .success(JobTransition(patch: p, actions: actions))
+
+        case (.retryDue, .waiting) where job.waitReason == .backoff:
+            p.state = .queued
+            p.waitReason = .some(nil)
+            p.nextRetryAt = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+
+        case (.networkReturned, .waiting) where job.waitReason == .offline:
+            p.state = .queued
+            p.waitReason = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+
+        case (.requeue(let reason), .running):
+            p.state = .queued
+            let notify: [JobAction] = reason == .shutdown ? [] : [.notify, .schedule]
+            return .success(JobTransition(patch: p, actions: [.stopAttempt(reason)] + notify))
+
+        case (.recovered, .running):
+            p.state = .queued
+            return .success(JobTransition(patch: p, actions: []))
+
+        default:
+            return .failure(JobRefusal(state: job.state, message: refusal(event, job)))
+        }
+    }
+
+    /// A failed attempt: wait for the network, wait on a retry timer, or fail.
+    private static func failed(_ job: JobFacts, _ error: TransferError, retryAfter: Double?, _ ctx: MachineContext)
+        -> JobTransition
+    {
+        var p = JobPatch()
+        let policy = RetryPolicy(retryLimit: job.retryLimit)
+        let networkClass = error.code == .network || error.code == .timeout
+        if error.retryable && networkClass && !ctx.isReachable {
+            p.state = .waiting
+            p.error = .some(error)
+            p.waitReason = .some(.offline)
+            p.nextRetryAt = .some(nil)
+            return JobTransition(patch: p, actions: [.notify, .schedule])
+        }
+        if error.retryable && policy.shouldRetry(error: error, retriesUsed: job.retriesUsed) {
+            let k = job.retriesUsed + 1
+            let at = ctx.now + policy.delay(forRetry: k, retryAfter: retryAfter, jitter: ctx.jitter)
+            p.state = .waiting
+            p.retriesUsed = k
+            p.error = .some(error)
+            p.waitReason = .some(.backoff)
+            p.nextRetryAt = .some(at)
+            return JobTransition(patch: p, actions: [.armRetryTimer(at: at), .notify, .schedule])
+        }
+        var final = error
+        final.retryable = false
+        p.state = .failed
+        p.error = .some(final)
+        return JobTransition(patch: p, actions: [.notify, .schedule])
+    }
+
+    private static func isControl(_ event: JobEvent) -> Bool {
+        switch event {
+        case .pause, .resume, .cancel, .retry, .remove: return true
+        default: return false
+        }
+    }
+
+    private static func refusal(_ event: JobEvent, _ job: JobFacts) -> String {
+        let verb: String
+        switch event {
+        case .pause: verb = "pause"
+        case .resume: verb = "resume"
+        case .cancel: verb = "cancel"
+        case .retry: verb = "retry"
+        case .remove: verb = "remove"
+        default: return "job \(job.id) is \(job.state.rawValue): \(event) does not apply"
+        }
+        return "cannot \(verb) job \(job.id): it is \(job.state.rawValue)"
+    }
+}

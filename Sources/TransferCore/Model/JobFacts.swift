@@ -1,0 +1,71 @@
+/// What the engine keeps in memory about every unfinished job (and every failed one, which still
+/// holds its destination for `retry`): enough to choose the next job, check a destination clash
+/// and decide a job's next state without reading the database. Built from the store at start and
+/// kept in step by applying the same ``JobPatch``es that are written.
+public struct JobFacts: Equatable, Sendable {
+    /// The job's id.
+    public let id: Int64
+    /// Download or upload.
+    public var kind: JobKind
+    /// The job's state.
+    public var state: TransferState
+    /// Higher runs first.
+    public var priority: Int
+    /// Download: the target path (nil until the server names it). Upload: the source file.
+    public var destination: String?
+    /// While waiting: why.
+    public var waitReason: WaitReason?
+    /// While waiting on a timer: when (seconds since 1970).
+    public var nextRetryAt: Double?
+    /// Attempts started so far.
+    public var attempts: Int
+    /// Retries spent under the policy.
+    public var retriesUsed: Int
+    /// The job's `--retries`.
+    public var retryLimit: Int
+    /// Download: durable bytes of the part.
+    public var durableBytes: Int64
+    /// Download: the part is verified and being moved into place.
+    public var finalizing: Bool
+
+    /// Creates the facts of a job.
+    public init(
+        id: Int64, kind: JobKind, state: TransferState, priority: Int, destination: String?,
+        waitReason: WaitReason? = nil, nextRetryAt: Double? = nil, attempts: Int = 0, retriesUsed: Int = 0,
+        retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false
+    ) {
+        self.id = id
+        self.kind = kind
+        self.state = state
+        self.priority = priority
+        self.destination = destination
+        self.waitReason = waitReason
+        self.nextRetryAt = nextRetryAt
+        self.attempts = attempts
+        self.retriesUsed = retriesUsed
+        self.retryLimit = retryLimit
+        self.durableBytes = durableBytes
+        self.finalizing = finalizing
+    }
+
+    /// The facts of a stored row.
+    public init(_ r: JobRecord) {
+        self.init(
+            id: r.id ?? 0, kind: r.kind, state: r.state, priority: r.priority, destination: r.destination,
+            waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, attempts: r.attempts, retriesUsed: r.retriesUsed,
+            retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit, durableBytes: r.durableBytes,
+            finalizing: r.finalizing)
+    }
+
+    /// Applies the same patch the store writes.
+    public mutating func apply(_ p: JobPatch) {
+        if let v = p.state { state = v }
+        if let v = p.destination { destination = v }
+        if let v = p.waitReason { waitReason = v }
+        if let v = p.nextRetryAt { nextRetryAt = v }
+        if let v = p.attempts { attempts = v }
+        if let v = p.retriesUsed { retriesUsed = v }
+        if let v = p.durableBytes { durableBytes = v }
+        if let v = p.finalizing { finalizing = v }
+    }
+}

@@ -1,0 +1,105 @@
+/// The stored fields the job object is made of (everything but the live progress of a running
+/// attempt): read a page at a time for `transfer.list`, or taken from a full ``JobRecord``.
+public struct JobListing: Equatable, Sendable {
+    public var id: Int64
+    public var kind: JobKind
+    /// The URL as stored (credentials included; redacted in the job object).
+    public var url: String
+    public var method: String
+    public var state: TransferState
+    public var destination: String?
+    public var durableBytes: Int64
+    public var total: Int64?
+    public var attempts: Int
+    public var httpStatus: Int?
+    public var error: TransferError?
+    public var waitReason: WaitReason?
+    public var nextRetryAt: Double?
+    public var insecure: Bool
+    public var sha256: String?
+    public var createdAt: Double
+    public var updatedAt: Double
+    public var completedAt: Double?
+    public var response: ResponseInfo?
+    public var history: [AttemptRecord]
+
+    /// The listing of a full row.
+    public init(_ r: JobRecord) {
+        self.init(
+            id: r.id ?? 0, kind: r.kind, url: r.url, method: r.method, state: r.state, destination: r.destination,
+            durableBytes: r.durableBytes, total: r.total, attempts: r.attempts, httpStatus: r.httpStatus,
+            error: r.error, waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, insecure: r.request.insecure == true,
+            sha256: r.sha256, createdAt: r.createdAt, updatedAt: r.updatedAt, completedAt: r.completedAt,
+            response: r.response, history: r.history)
+    }
+
+    /// Creates a listing from its fields.
+    public init(
+        id: Int64, kind: JobKind, url: String, method: String, state: TransferState, destination: String?,
+        durableBytes: Int64, total: Int64?, attempts: Int, httpStatus: Int?, error: TransferError?,
+        waitReason: WaitReason?, nextRetryAt: Double?, insecure: Bool, sha256: String?, createdAt: Double,
+        updatedAt: Double, completedAt: Double?, response: ResponseInfo?, history: [AttemptRecord]
+    ) {
+        self.id = id
+        self.kind = kind
+        self.url = url
+        self.method = method
+        self.state = state
+        self.destination = destination
+        self.durableBytes = durableBytes
+        self.total = total
+        self.attempts = attempts
+        self.httpStatus = httpStatus
+        self.error = error
+        self.waitReason = waitReason
+        self.nextRetryAt = nextRetryAt
+        self.insecure = insecure
+        self.sha256 = sha256
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.completedAt = completedAt
+        self.response = response
+        self.history = history
+    }
+}
+
+/// Live progress of a running attempt, laid over a listing to make the job object.
+public struct LiveProgress: Equatable, Sendable {
+    /// Bytes on disk (download) or sent (upload), resumed bytes included.
+    public var bytes: Int64
+    /// The size, once known.
+    public var total: Int64?
+    /// Smoothed bytes per second.
+    public var rate: Double
+
+    /// Creates live progress.
+    public init(bytes: Int64, total: Int64?, rate: Double) {
+        self.bytes = bytes
+        self.total = total
+        self.rate = rate
+    }
+}
+
+extension JobSnapshot {
+    /// The job object of a listing; `live` is the running attempt's progress, `lastBytes` what a
+    /// just-ended attempt left in its part (so a paused job never shows fewer bytes than it did).
+    public init(_ l: JobListing, live: LiveProgress?, lastBytes: Int64? = nil) {
+        var bytes = live?.bytes ?? max(l.durableBytes, lastBytes ?? 0)
+        let total = live?.total ?? l.total
+        if l.state == .completed, let total { bytes = total }
+        let rate = live?.rate ?? 0
+        var fraction: Double?
+        if let total { fraction = total > 0 ? min(1, Double(bytes) / Double(total)) : 1 }
+        var eta: Double?
+        if let total, l.state == .running, rate > 0 { eta = max(0, Double(total - bytes) / rate) }
+        if l.state == .completed { eta = 0 }
+        self.init(
+            id: l.id, kind: l.kind, url: URLRedaction.redact(l.url), method: l.method, state: l.state,
+            destination: l.destination, bytes: bytes, total: total, fraction: fraction, rate: rate, eta: eta,
+            attempts: l.attempts, httpStatus: l.httpStatus, error: l.error, waitReason: l.waitReason,
+            nextRetryAt: l.nextRetryAt.map(Timestamp.rfc3339), insecure: l.insecure, sha256: l.sha256,
+            createdAt: Timestamp.rfc3339(l.createdAt), updatedAt: Timestamp.rfc3339(l.updatedAt),
+            completedAt: l.completedAt.map(Timestamp.rfc3339), history: l.history,
+            response: l.kind == .upload ? l.response : nil)
+    }
+}

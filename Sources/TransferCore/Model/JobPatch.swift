@@ -1,0 +1,60 @@
+/// Changes to one job's row: only the fields that are set are written (a column-level `UPDATE`).
+///
+/// Nullable columns are double optionals: `nil` leaves the column as it is, `.some(nil)` writes
+/// NULL. Produced by ``JobMachine`` and the attempt code, merged per job and committed by the
+/// store's group commit (``WriteBatch``).
+public struct JobPatch: Equatable, Sendable {
+    public var state: TransferState?
+    public var url: String?
+    public var destination: String??
+    public var durableBytes: Int64?
+    public var total: Int64??
+    public var etag: String??
+    public var lastModified: String??
+    public var attempts: Int?
+    public var retriesUsed: Int?
+    public var httpStatus: Int??
+    public var error: TransferError??
+    public var waitReason: WaitReason??
+    public var nextRetryAt: Double??
+    public var finalizing: Bool?
+    public var sha256: String??
+    public var response: ResponseInfo??
+    public var completedAt: Double??
+
+    /// An empty patch (changes nothing).
+    public init() {}
+
+    /// Whether the patch changes nothing.
+    public var isEmpty: Bool { self == JobPatch() }
+
+    /// Adds `later` on top of this patch: every field `later` sets wins.
+    public mutating func merge(_ later: JobPatch) {
+        if let v = later.state { state = v }
+        if let v = later.url { url = v }
+        if let v = later.destination { destination = v }
+        if let v = later.durableBytes { durableBytes = v }
+        if let v = later.total { total = v }
+        if let v = later.etag { etag = v }
+        if let v = later.lastModified { lastModified = v }
+        if let v = later.attempts { attempts = v }
+        if let v = later.retriesUsed { retriesUsed = v }
+        if let v = later.httpStatus { httpStatus = v }
+        if let v = later.error { error = v }
+        if let v = later.waitReason { waitReason = v }
+        if let v = later.nextRetryAt { nextRetryAt = v }
+        if let v = later.finalizing { finalizing = v }
+        if let v = later.sha256 { sha256 = v }
+        if let v = later.response { response = v }
+        if let v = later.completedAt { completedAt = v }
+    }
+
+    /// A patch that forgets the part's bytes: durable offset 0 and no validators.
+    public static var partDiscarded: JobPatch {
+        var p = JobPatch()
+        p.durableBytes = 0
+        p.etag = .some(nil)
+        p.lastModified = .some(nil)
+        return p
+    }
+}

@@ -1,0 +1,82 @@
+import GRDB
+
+/// The store's schema, as append-only migrations: never edit a registered migration, add one.
+/// Every released schema is kept as a fixture in `Tests/TransferCoreTests/Fixtures`.
+enum Migrations {
+    /// All migrations, oldest first.
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.create(table: "job") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("kind", .text).notNull()
+                t.column("url", .text).notNull()
+                t.column("method", .text).notNull()
+                t.column("state", .text).notNull().indexed()
+                t.column("request", .text).notNull()
+                t.column("destination", .text)
+                t.column("durableBytes", .integer).notNull().defaults(to: 0)
+                t.column("total", .integer)
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+                t.column("retriesUsed", .integer).notNull().defaults(to: 0)
+                t.column("httpStatus", .integer)
+                t.column("error", .text)
+                t.column("waitReason", .text)
+                t.column("nextRetryAt", .double)
+                t.column("priority", .integer).notNull().defaults(to: 0)
+                t.column("finalizing", .boolean).notNull().defaults(to: false)
+                t.column("sha256", .text)
+                t.column("sourceSize", .integer)
+                t.column("sourceMtime", .double)
+                t.column("response", .text)
+                t.column("history", .text).notNull().defaults(to: "[]")
+                t.column("createdAt", .double).notNull()
+                t.column("updatedAt", .double).notNull()
+                t.column("completedAt", .double)
+            }
+        }
+        m.registerMigration("v2") { db in
+            // Per-file source stamps for uploads (a form's files are checked one by one).
+            try db.alter(table: "job") { t in t.add(column: "sources", .text) }
+        }
+        m.registerMigration("v3") { db in
+            // The attempt history gets its own table: an attempt is appended or updated alone,
+            // instead of rewriting a JSON array in the job's row on every change. Existing
+            // histories are moved over; the old column stays (append-only) and is emptied.
+            try db.execute(
+                sql: """
+                    CREATE TABLE attempt (
+                        jobId INTEGER NOT NULL,
+                        seq INTEGER NOT NULL,
+                        attempt INTEGER NOT NULL,
+                        startedAt TEXT NOT NULL,
+                        endedAt TEXT,
+                        httpStatus INTEGER,
+                        bytes INTEGER NOT NULL DEFAULT 0,
+                        nameLookup REAL, connect REAL, tls REAL, firstByte REAL, total REAL,
+                        error TEXT,
+                        PRIMARY KEY (jobId, seq)
+                    ) WITHOUT ROWID;
+                    INSERT INTO attempt (jobId, seq, attempt, startedAt, endedAt, httpStatus, bytes,
+                                         nameLookup, connect, tls, firstByte, total, error)
+                    SELECT job.id, CAST(e.key AS INTEGER),
+                           COALESCE(json_extract(e.value, '$.attempt'), 0),
+                           COALESCE(json_extract(e.value, '$.startedAt'), ''),
+                           json_extract(e.value, '$.endedAt'), json_extract(e.value, '$.httpStatus'),
+                           COALESCE(json_extract(e.value, '$.bytes'), 0),
+                           json_extract(e.value, '$.nameLookup'), json_extract(e.value, '$.connect'),
+                           json_extract(e.value, '$.tls'), json_extract(e.value, '$.firstByte'),
+                           json_extract(e.value, '$.total'),
+                           CASE WHEN json_type(e.value, '$.error') = 'object'
+                                THEN json_extract(e.value, '$.error') END
+                    FROM job, json_each(job.history) AS e;
+                    UPDATE job SET history = '[]' WHERE history <> '[]';
+                    -- The unfinished jobs are read once at start (the daemon's in-memory queue).
+                    CREATE INDEX job_unfinished ON job(state, priority, id);
+                    """)
+        }
+        return m
+    }
+}

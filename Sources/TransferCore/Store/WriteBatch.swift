@@ -1,0 +1,41 @@
+/// The changes of one pass of the event loop, committed together in one transaction by
+/// ``JobStore/commit(_:now:)`` (group commit). Later changes to the same job or attempt replace
+/// earlier ones field by field. Loop-thread only.
+public struct WriteBatch {
+    /// Column changes per job.
+    public private(set) var patches: [Int64: JobPatch] = [:]
+    /// Attempt history entries to insert or replace, by job and position.
+    public private(set) var attempts: [AttemptKey: AttemptRecord] = [:]
+    /// Jobs to delete (with their history).
+    public private(set) var deletions: Set<Int64> = []
+
+    /// An empty batch.
+    public init() {}
+
+    /// Whether there is nothing to write.
+    public var isEmpty: Bool { patches.isEmpty && attempts.isEmpty && deletions.isEmpty }
+
+    /// Adds column changes for a job.
+    public mutating func patch(_ id: Int64, _ p: JobPatch) {
+        guard !p.isEmpty else { return }
+        patches[id, default: JobPatch()].merge(p)
+    }
+
+    /// Writes one history entry (the `seq`-th of the job, from 0).
+    public mutating func putAttempt(_ id: Int64, seq: Int, _ a: AttemptRecord) {
+        attempts[AttemptKey(jobId: id, seq: seq)] = a
+    }
+
+    /// Deletes a job and its history; pending changes to it are dropped.
+    public mutating func delete(_ id: Int64) {
+        patches[id] = nil
+        attempts = attempts.filter { $0.key.jobId != id }
+        deletions.insert(id)
+    }
+}
+
+/// A history entry's place: its job and its position in that job's history.
+public struct AttemptKey: Hashable, Sendable {
+    public var jobId: Int64
+    public var seq: Int
+}

@@ -1,0 +1,195 @@
+import XCTest
+
+@testable import TransferCore
+
+/// Every legal transition of ``JobMachine`` and the refusals around it.
+final class JobMachineTests: XCTestCase {
+    private let now = 1_000.0
+
+    private func job(_ state: TransferState, waitReason: WaitReason? = nil, retriesUsed: Int = 0, retryLimit: Int = 8)
+        -> JobFacts
+    {
+        JobFacts(
+            id: 7, kind: .download, state: state, priority: 0, destination: "/d/f", waitReason: waitReason,
+            attempts: 2, retriesUsed: retriesUsed, retryLimit: retryLimit)
+    }
+
+    private func apply(
+        _ event: JobEvent, _ f: JobFacts, reachable: Bool = true, finishing: Bool = false
+    ) -> Result<JobTransition, JobRefusal> {
+        JobMachine.transition(event, f, MachineContext(now: now, isReachable: reachable, jitter: 0, attemptFinishing: finishing))
+    }
+
+    private func success(_ r: Result<JobTransition, JobRefusal>, file: StaticString = #filePath, line: UInt = #line)
+        -> JobTransition?
+    {
+        switch r {
+        case .success(let t): return t
+        case .failure(let e):
+            XCTFail("refused: \(e.message)", file: file, line: line)
+            return nil
+        }
+    }
+
+    func testThatEveryNewStateIsOneTheStateTableAllows() {
+        let events: [JobEvent] = [
+            .start, .attemptEnded(.completed(sha256: "x", bytes: 1)),
+            .attemptEnded(.failed(TransferError(.network, "x"), retryAfter: nil)), .pause, .resume, .cancel, .retry,
+            .retryDue, .networkReturned, .requeue(.restart), .recovered,
+        ]
+        for state in TransferState.allCases {
+            for reason in [nil, WaitReason.backoff, .offline] {
+                for e in events {
+                    if case .success(let t) = apply(e, job(state, waitReason: reason)), let next = t.patch.state {
+                        XCTAssertTrue(state.canTransition(to: next), "\(state) -> \(next) on \(e)")
+                    }
+                }
+            }
+        }
+    }
+
+    func testThatStartingAQueuedJobCountsAnAttemptAndClearsTheWait() throws {
+        let t = try XCTUnwrap(success(apply(.start, job(.queued))))
+        XCTAssertEqual(t.patch.state, .running)
+        XCTAssertEqual(t.patch.attempts, 3)
+        XCTAssertEqual(t.patch.error, .some(nil))
+        XCTAssertEqual(t.patch.waitReason, .some(nil))
+        XCTAssertEqual(t.actions, [.startAttempt, .notify])
+    }
+
+    func testThatACompletedAttemptRecordsTheDigestAndFreesTheSlot() throws {
+        let t = try XCTUnwrap(success(apply(.attemptEnded(.completed(sha256: "abc", bytes: 42)), job(.running))))
+        XCTAssertEqual(t.patch.state, .completed)
+        XCTAssertEqual(t.patch.sha256, .some("abc"))
+        XCTAssertEqual(t.patch.total, .some(42))
+        XCTAssertEqual(t.patch.completedAt, .some(now))
+        XCTAssertEqual(t.actions, [.notify, .schedule])
+    }
+
+    func testThatARetryableFailureWaitsOnABackoffTimerAndSpendsARetry() throws {
+        let err = TransferError(.network, "reset")
+        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running, retriesUsed: 2))))
+        XCTAssertEqual(t.patch.state, .waiting)
+        XCTAssertEqual(t.patch.retriesUsed, 3)
+        XCTAssertEqual(t.patch.waitReason, .some(.backoff))
+        // The third retry waits 0.5 × 2² = 2 s (no jitter).
+        XCTAssertEqual(t.patch.nextRetryAt, .some(now + 2))
+        XCTAssertEqual(t.actions, [.armRetryTimer(at: now + 2), .notify, .schedule])
+    }
+
+    func testThatRetryAfterIsHonouredAsAMinimum() throws {
+        let err = TransferError(.httpStatus, "503", retryable: true)
+        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: 30)), job(.running))))
+        XCTAssertEqual(t.patch.nextRetryAt, .some(now + 30))
+    }
+
+    func testThatANetworkFailureWhileOfflineWaitsForTheNetworkWithoutSpendingARetry() throws {
+        let err = TransferError(.network, "unreachable")
+        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running), reachable: false)))
+        XCTAssertEqual(t.patch.state, .waiting)
+        XCTAssertEqual(t.patch.waitReason, .some(.offline))
+        XCTAssertNil(t.patch.retriesUsed)
+        XCTAssertEqual(t.patch.nextRetryAt, .some(nil))
+    }
+
+    func testThatRetriesUsedUpFailTheJobAsNotRetryable() throws {
+        let err = TransferError(.timeout, "stalled")
+        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running, retriesUsed: 8))))
+        XCTAssertEqual(t.patch.state, .failed)
+        XCTAssertEqual(t.patch.error??.retryable, false)
+    }
+
+    func testThatANonRetryableErrorFailsAtOnce() throws {
+        let err = TransferError(.httpStatus, "404", retryable: false)
+        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running))))
+        XCTAssertEqual(t.patch.state, .failed)
+    }
+
+    func testThatPausingARunningJobStopsItsAttempt() throws {
+        let t = try XCTUnwrap(success(apply(.pause, job(.running))))
+        XCTAssertEqual(t.patch.state, .paused)
+        XCTAssertEqual(t.actions, [.stopAttempt(.pause), .notify, .schedule])
+    }
+
+    func testThatPausingAWaitingJobForgetsItsTimer() throws {
+        let t = try XCTUnwrap(success(apply(.pause, job(.waiting, waitReason: .backoff))))
+        XCTAssertEqual(t.patch.state, .paused)
+        XCTAssertEqual(t.patch.nextRetryAt, .some(nil))
+        XCTAssertEqual(t.actions, [.cancelRetryTimer, .notify])
+    }
+
+    func testThatResumeAndRetryQueueTheJobAgain() throws {
+        XCTAssertEqual(success(apply(.resume, job(.paused)))?.patch.state, .queued)
+        let retry = try XCTUnwrap(success(apply(.retry, job(.failed, retriesUsed: 8))))
+        XCTAssertEqual(retry.patch.state, .queued)
+        XCTAssertEqual(retry.patch.retriesUsed, 0)
+        XCTAssertEqual(success(apply(.retry, job(.cancelled)))?.patch.state, .queued)
+    }
+
+    func testThatCancellingDiscardsThePartWhateverTheUnfinishedState() throws {
+        let running = try XCTUnwrap(success(apply(.cancel, job(.running))))
+        XCTAssertEqual(running.actions, [.stopAttempt(.cancel), .notify, .schedule])
+        XCTAssertEqual(running.patch.durableBytes, 0)
+        for state in [TransferState.queued, .waiting, .paused] {
+            let t = try XCTUnwrap(success(apply(.cancel, job(state))))
+            XCTAssertEqual(t.patch.state, .cancelled)
+            XCTAssertEqual(t.patch.error??.code, .cancelled)
+            XCTAssertEqual(t.actions, [.cancelRetryTimer, .deletePart, .notify])
+        }
+    }
+
+    func testThatRemovingKeepsACompletedFileUnlessAsked() throws {
+        let kept = try XCTUnwrap(success(apply(.remove(deleteFiles: false), job(.completed))))
+        XCTAssertEqual(kept.actions, [.cancelRetryTimer, .deleteRow, .schedule])
+        let deleted = try XCTUnwrap(success(apply(.remove(deleteFiles: true), job(.completed))))
+        XCTAssertEqual(deleted.actions, [.cancelRetryTimer, .deleteFile, .deleteRow, .schedule])
+        let running = try XCTUnwrap(success(apply(.remove(deleteFiles: false), job(.running))))
+        XCTAssertEqual(running.actions, [.stopAttempt(.cancel), .cancelRetryTimer, .deletePart, .deleteRow, .schedule])
+    }
+
+    func testThatTimersAndTheNetworkQueueOnlyJobsWaitingForThem() {
+        XCTAssertEqual(success(apply(.retryDue, job(.waiting, waitReason: .backoff)))?.patch.state, .queued)
+        XCTAssertEqual(success(apply(.networkReturned, job(.waiting, waitReason: .offline)))?.patch.state, .queued)
+        if case .success = apply(.retryDue, job(.waiting, waitReason: .offline)) { XCTFail("a timer woke an offline job") }
+        if case .success = apply(.networkReturned, job(.waiting, waitReason: .backoff)) {
+            XCTFail("the network woke a backoff job")
+        }
+    }
+
+    func testThatAShutdownRequeuesSilentlyAndARestartTellsSubscribers() throws {
+        let stop = try XCTUnwrap(success(apply(.requeue(.shutdown), job(.running))))
+        XCTAssertEqual(stop.patch.state, .queued)
+        XCTAssertEqual(stop.actions, [.stopAttempt(.shutdown)])
+        let restart = try XCTUnwrap(success(apply(.requeue(.restart), job(.running))))
+        XCTAssertEqual(restart.actions, [.stopAttempt(.restart), .notify, .schedule])
+        XCTAssertEqual(success(apply(.recovered, job(.running)))?.patch.state, .queued)
+    }
+
+    func testThatCommandsThatDoNotApplyAreRefusedNamingTheJobAndItsState() {
+        let cases: [(JobEvent, TransferState)] = [
+            (.pause, .completed), (.resume, .running), (.retry, .running), (.cancel, .completed), (.start, .paused),
+        ]
+        for (event, state) in cases {
+            guard case .failure(let refusal) = apply(event, job(state)) else {
+                XCTFail("\(event) on \(state) was accepted")
+                continue
+            }
+            XCTAssertEqual(refusal.state, state)
+            XCTAssertTrue(refusal.message.contains("job 7"), refusal.message)
+            XCTAssertTrue(refusal.message.contains(state.rawValue), refusal.message)
+        }
+    }
+
+    func testThatAFinishingJobRefusesEveryCommandButRemove() {
+        for event in [JobEvent.pause, .cancel] {
+            guard case .failure(let r) = apply(event, job(.running), finishing: true) else {
+                XCTFail("\(event) accepted while finishing")
+                continue
+            }
+            XCTAssertTrue(r.message.contains("finishing"))
+        }
+        if case .failure = apply(.remove(deleteFiles: false), job(.running), finishing: true) {
+            XCTFail("remove refused while finishing")
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import XCTest
+
+@testable import TransferCore
+
+final class SchedulerTests: XCTestCase {
+    private func facts(_ id: Int64, _ state: TransferState = .queued, priority: Int = 0, dest: String? = nil) -> JobFacts {
+        JobFacts(id: id, kind: .download, state: state, priority: priority, destination: dest ?? "/d/\(id)")
+    }
+
+    private func patch(_ state: TransferState) -> JobPatch {
+        var p = JobPatch()
+        p.state = state
+        return p
+    }
+
+    func testThatHigherPriorityStartsFirstThenTheOldest() {
+        var s = Scheduler()
+        s.add(facts(3))
+        s.add(facts(1, priority: -1))
+        s.add(facts(2, priority: 5))
+        s.add(facts(4))
+        XCTAssertEqual(s.queuedInOrder(), [2, 3, 4, 1])
+        var order: [Int64] = []
+        while let id = s.popNext() {
+            order.append(id)
+            s.apply(patch(.running), to: id)
+        }
+        XCTAssertEqual(order, [2, 3, 4, 1])
+    }
+
+    func testThatARequeuedJobTakesItsPlaceByAgeAndStaleEntriesAreSkipped() {
+        var s = Scheduler()
+        for id in 1...3 { s.add(facts(Int64(id))) }
+        XCTAssertEqual(s.popNext(), 1)
+        s.apply(patch(.running), to: 1)
+        s.apply(patch(.paused), to: 2)  // its queue entry goes stale
+        s.apply(patch(.queued), to: 1)  // back, older than 3
+        XCTAssertEqual(s.popNext(), 1)
+        s.apply(patch(.running), to: 1)
+        XCTAssertEqual(s.popNext(), 3)
+        s.apply(patch(.running), to: 3)
+        XCTAssertNil(s.popNext())
+        s.apply(patch(.queued), to: 2)
+        XCTAssertEqual(s.popNext(), 2)
+    }
+
+    func testThatCountsFollowEveryChangeIncludingUntrackedStates() {
+        var s = Scheduler(untrackedCounts: [.completed: 10])
+        s.add(facts(1))
+        s.add(facts(2))
+        s.apply(patch(.running), to: 1)
+        s.apply(patch(.completed), to: 1)
+        XCTAssertEqual(s.counts[.completed], 11)
+        XCTAssertEqual(s.counts[.queued], 1)
+        XCTAssertEqual(s.counts[.running], 0)
+        XCTAssertNil(s.facts[1])
+        s.remove(2, state: .queued)
+        XCTAssertEqual(s.counts[.queued], 0)
+        // A completed job retried from the store is tracked again.
+        s.apply(patch(.queued), to: 9, loaded: facts(9, .completed))
+        XCTAssertEqual(s.counts[.completed], 10)
+        XCTAssertEqual(s.popNext(), 9)
+    }
+
+    func testThatDestinationsAreHeldByUnfinishedAndFailedJobsOnly() {
+        var s = Scheduler()
+        s.add(facts(1, dest: "/d/x"))
+        XCTAssertEqual(s.holder(of: "/d/x"), 1)
+        XCTAssertNil(s.holder(of: "/d/x", except: 1))
+        s.apply(patch(.failed), to: 1)
+        XCTAssertEqual(s.holder(of: "/d/x"), 1)
+        s.apply(patch(.cancelled), to: 1)
+        XCTAssertNil(s.holder(of: "/d/x"))
+        var named = JobPatch()
+        named.destination = .some("/d/y")
+        s.add(JobFacts(id: 2, kind: .download, state: .running, priority: 0, destination: nil))
+        s.apply(named, to: 2)
+        XCTAssertEqual(s.holder(of: "/d/y"), 2)
+    }
+
+    func testThatDeadlinesComeDueInOrderAndDisarmedOnesNever() {
+        var s = Scheduler()
+        for id in 1...3 { s.add(facts(Int64(id), .waiting)) }
+        s.arm(1, at: 30)
+        s.arm(2, at: 10)
+        s.arm(3, at: 20)
+        s.disarm(3)
+        XCTAssertEqual(s.nextDeadline(), 10)
+        XCTAssertEqual(s.takeDue(now: 25), [2])
+        XCTAssertEqual(s.nextDeadline(), 30)
+        s.arm(1, at: 5)  // moved earlier: the old entry is stale
+        XCTAssertEqual(s.takeDue(now: 100), [1])
+        XCTAssertNil(s.nextDeadline())
+    }
+
+    func testThatChoosingAmongManyQueuedJobsStaysCheap() {
+        var s = Scheduler()
+        for id in 1...100_000 { s.add(facts(Int64(id), priority: id % 3)) }
+        var started = 0
+        while started < 1000, let id = s.popNext() {
+            s.apply(patch(.running), to: id)
+            started += 1
+        }
+        XCTAssertEqual(started, 1000)
+        XCTAssertEqual(s.counts[.queued], 99_000)
+        XCTAssertEqual(s.facts.values.filter { $0.state == .running }.allSatisfy { $0.priority == 2 }, true)
+    }
+}
