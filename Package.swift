@@ -42,7 +42,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TransferCoreTests",
-            dependencies: ["TransferCore"],
+            dependencies: ["TransferCore", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
     ]

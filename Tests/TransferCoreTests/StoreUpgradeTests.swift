@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 
 @testable import TransferCore
@@ -26,5 +27,69 @@ final class StoreUpgradeTests: XCTestCase {
         XCTAssertFalse(jobs[0].history.isEmpty)
         // Migration v2 added per-file source stamps: old rows have none.
         XCTAssertNil(jobs[2].sources)
+    }
+
+    /// `Fixtures/transfers-v2.sqlite` was written by the daemon of schema "v2" (histories as a
+    /// JSON column): a completed download, a 404, a failed upload with its response, a completed
+    /// download of priority -5 and a paused one of priority 3 that waited on a retry timer.
+    /// Migration v3 moves every history entry to the `attempt` table.
+    func testThatASchemaV2DatabaseKeepsItsJobsAndHistoriesInTheAttemptTable() throws {
+        let copy = try copyFixture("transfers-v2")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let before = try rawHistories(copy.path)
+        let store = try JobStore(path: copy.path)
+        let jobs = try store.jobs()
+        XCTAssertEqual(jobs.map(\.state), [.completed, .failed, .failed, .completed, .paused])
+        XCTAssertEqual(jobs.map(\.kind), [.download, .download, .upload, .download, .download])
+        XCTAssertEqual(jobs[1].httpStatus, 404)
+        XCTAssertEqual(jobs[1].request.headers, ["Authorization: Bearer x"])
+        XCTAssertEqual(jobs[2].response?.status, 501)
+        XCTAssertEqual(jobs[4].priority, 3)
+        XCTAssertNil(jobs[4].waitReason)
+        for (job, count) in zip(jobs, before) {
+            XCTAssertEqual(job.history.count, count, "history of job \(job.id ?? 0)")
+        }
+        XCTAssertEqual(jobs[0].history.first?.httpStatus, 200)
+        XCTAssertEqual(jobs[1].history.first?.error?.code, .httpStatus)
+        XCTAssertGreaterThan(jobs[4].history.count, 1)
+        XCTAssertEqual(try store.schedulingFacts().map(\.id).sorted(), [2, 3, 5])
+        let page = try store.listings(state: nil, after: nil, limit: 10)
+        XCTAssertEqual(page.map(\.history), jobs.map(\.history))
+    }
+
+    /// `Fixtures/transfers-v3.sqlite` was written by the rebuilt engine (schema "v3": histories in
+    /// the `attempt` table): a completed download, a 404, a failed upload with its response, and a
+    /// paused download of priority 3 with three attempts. Later migrations must keep them.
+    func testThatASchemaV3DatabaseOpensWithItsJobsAndAttempts() throws {
+        let copy = try copyFixture("transfers-v3")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let store = try JobStore(path: copy.path)
+        let jobs = try store.jobs()
+        XCTAssertEqual(jobs.map(\.state), [.completed, .failed, .failed, .paused])
+        XCTAssertEqual(jobs.map { $0.history.count }, [1, 1, 1, 3])
+        XCTAssertEqual(jobs[0].history[0].httpStatus, 200)
+        XCTAssertEqual(jobs[2].response?.status, 501)
+        XCTAssertEqual(jobs[3].history.map(\.attempt), [1, 2, 3])
+        XCTAssertEqual(jobs[3].error?.code, .network)
+        XCTAssertEqual(try store.counts()[.paused], 1)
+    }
+
+    private func copyFixture(_ name: String) throws -> URL {
+        let fixture = try XCTUnwrap(Bundle.module.url(forResource: name, withExtension: "sqlite", subdirectory: "Fixtures"))
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("aft-upgrade-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let copy = dir.appendingPathComponent("transfers.sqlite")
+        try FileManager.default.copyItem(at: fixture, to: copy)
+        return copy
+    }
+
+    /// The number of history entries of each job in the JSON column, read before migrating.
+    private func rawHistories(_ path: String) throws -> [Int] {
+        let q = try DatabaseQueue(path: path)
+        return try q.read { db in
+            try String.fetchAll(db, sql: "SELECT history FROM job ORDER BY id").map { text in
+                (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any])?.count ?? -1
+            }
+        }
     }
 }

@@ -480,6 +480,13 @@ public final class Engine: AttemptHost {
             } catch let e as TransferError {
                 if refusalOfOne { throw e }
                 throw BatchRefusal(index: i, error: e)
+            } catch let e as RPCError where !refusalOfOne {
+                // Policies that still answer in JSON-RPC terms: keep their SPEC code.
+                var code = TransferErrorCode.invalidRequest
+                if case .object(let data)? = e.data, case .string(let c)? = data["code"] {
+                    code = TransferErrorCode(rawValue: c) ?? code
+                }
+                throw BatchRefusal(index: i, error: TransferError(code, e.message, retryable: false))
             }
         }
         try commitThrowing()

@@ -1,0 +1,106 @@
+"""The rebuilt engine (issue "The engine, rebuilt"): many small files through the group commit and
+the coalesced completion path, `kill -9` in the middle of them, the in-memory queue across restarts,
+and the defect of an empty part left behind by a failed attempt."""
+
+import os
+import random
+import time
+
+import pytest
+
+from conftest import sha256_file
+
+
+def _add_many(daemon, requests):
+    """Queues requests with one transfer.addMany; returns the new ids in request order."""
+    result = daemon.rpc_result("transfer.addMany", {"requests": requests}, timeout=60)
+    return [j["id"] for j in result["jobs"]]
+
+
+@pytest.mark.timeout(240)
+def test_hundreds_of_small_files_survive_kill_9_mid_batch_byte_identical_and_exactly_once(
+        daemon_factory, nginx, key):
+    daemon = daemon_factory(args=("--max-active", "16"))
+    seed = int(os.environ.get("AFT_CRASH_SEED", str(int(time.time() * 1000) % 1_000_000)))
+    print(f"AFT_CRASH_SEED={seed}")
+    rng = random.Random(seed)
+    n = 400
+    files = []
+    for i in range(n):
+        name = f"small/{key}-{i}.bin"
+        size = 16 * 1024 + i
+        files.append((name, nginx.make_file(name, size), daemon.work / "out" / f"f{i}.bin"))
+    requests = [{"url": nginx.url(name), "destination": str(dest), "createDirs": True}
+                for name, _, dest in files]
+    ids = _add_many(daemon, requests)
+    assert len(ids) == n and len(set(ids)) == n
+    for _ in range(3):
+        time.sleep(rng.uniform(0.05, 0.6))
+        daemon.kill9()
+        daemon.start()
+    for id in ids:
+        daemon.wait_state(id, "completed", timeout=120)
+    jobs = daemon.jobs()
+    assert sorted(j["id"] for j in jobs) == sorted(ids), "no job may be lost or duplicated"
+    for (name, digest, dest), id in zip(files, ids):
+        assert sha256_file(dest) == digest, f"{dest} is not byte-identical"
+    assert not [p for p in os.listdir(daemon.work / "out") if p.endswith(".aftpart")]
+    counts = daemon.rpc_result("daemon.status")["jobs"]
+    assert counts["completed"] == n and counts["queued"] == 0 and counts["running"] == 0, counts
+
+    # Exactly once: nothing is fetched again after another crash.
+    fetched = len(nginx.log())
+    daemon.kill9()
+    daemon.start()
+    time.sleep(1.0)
+    assert len(nginx.log()) == fetched, "a completed job was fetched again"
+
+
+def test_a_queue_of_thousands_keeps_priority_order_and_counts_across_a_restart(daemon_factory, faultserver, key):
+    daemon = daemon_factory(args=("--max-active", "1"))
+    blocker = daemon.download(faultserver.url(size=400_000, key=f"{key}-b", slow=100_000),
+                              "-o", daemon.work / "blocker")
+    daemon.wait_state(blocker, "running")
+    n = 3000
+    requests = [{"url": faultserver.url(size=10, key=f"{key}-{i}"), "destination": str(daemon.work / f"q{i}"),
+                 "priority": 1 if i == n - 1 else 0} for i in range(n)]
+    started = time.monotonic()
+    ids = _add_many(daemon, requests)
+    assert time.monotonic() - started < 30
+    assert daemon.rpc_result("daemon.status")["jobs"]["queued"] == n
+    daemon.stop()
+    daemon.start()
+    counts = daemon.rpc_result("daemon.status")["jobs"]
+    assert counts["queued"] + counts["running"] + counts["completed"] == n + 1, counts
+    # The last one queued has the higher priority: it runs right after the blocker.
+    daemon.wait_state(ids[-1], "completed", timeout=60)
+    assert daemon.job(ids[0])["state"] in ("queued", "running", "completed")
+    first_small = min(faultserver.log(f"{key}-{i}")[0]["time"] for i in (0, n - 1) if faultserver.log(f"{key}-{i}"))
+    assert faultserver.log(f"{key}-{n - 1}")[0]["time"] == first_small, "priority 1 did not start first"
+    daemon.cli("pause", *ids[1:50], check=0)
+    assert daemon.rpc_result("daemon.status")["jobs"]["paused"] == 49
+
+
+def test_a_failed_attempt_with_no_body_leaves_no_empty_part_behind(daemon, faultserver, key):
+    dest = daemon.work / "missing.bin"
+    id = daemon.download(faultserver.url(size=100, key=key, status=404), "-o", dest)
+    job = daemon.wait_state(id, "failed")
+    assert job["error"]["code"] == "http_status"
+    assert not os.path.exists(str(dest) + ".aftpart"), "a 404 left an empty part"
+    assert not os.path.exists(dest)
+    # A refused redirect too.
+    dest2 = daemon.work / "redirected.bin"
+    id2 = daemon.download(faultserver.url(key=key + "r", redirect="ftp://127.0.0.1/x"), "-o", dest2)
+    assert daemon.wait_state(id2, "failed")["error"]["code"] == "redirect"
+    assert not os.path.exists(str(dest2) + ".aftpart"), "a refused redirect left an empty part"
+
+
+def test_add_many_is_all_or_nothing_and_names_the_refused_index(daemon, faultserver, key):
+    good = {"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "a")}
+    clash = {"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "a")}
+    bad = {"url": "gopher://x/y", "destination": str(daemon.work / "b")}
+    for requests, index in (([good, clash], 1), ([good, good | {"destination": str(daemon.work / "c")}, bad], 2)):
+        resp = daemon.rpc("transfer.addMany", {"requests": requests})
+        assert resp["error"]["code"] == -32602, resp
+        assert resp["error"]["data"]["index"] == index, resp
+    assert daemon.jobs() == []
