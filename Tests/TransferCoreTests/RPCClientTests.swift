@@ -33,24 +33,6 @@ final class RPCClientTests: XCTestCase {
         XCTAssertThrowsError(try buffer.nextLine())
     }
 
-    // MARK: - Exit statuses
-
-    func testThatRefusedInputUnknownIdsAndInapplicableCommandsExitWithStatusTwo() {
-        let codes = [
-            RPCErrorCode.parseError, RPCErrorCode.invalidRequest, RPCErrorCode.methodNotFound,
-            RPCErrorCode.invalidParams, RPCErrorCode.notFound, RPCErrorCode.refused, RPCErrorCode.tooLarge,
-        ]
-        for code in codes {
-            XCTAssertEqual(RPCError(code: code, message: "").exitStatus, 2, "code \(code)")
-        }
-    }
-
-    func testThatADaemonShuttingDownExitsWithStatusThreeAndAnInternalErrorWithOne() {
-        XCTAssertEqual(RPCError(code: RPCErrorCode.shuttingDown, message: "").exitStatus, 3)
-        XCTAssertEqual(RPCError(code: RPCErrorCode.internalError, message: "").exitStatus, 1)
-        XCTAssertEqual(ClientError.connectionClosed.exitStatus, 3)
-    }
-
     // MARK: - Connecting
 
     func testThatConnectingWhereNoDaemonListensIsUnreachable() throws {

@@ -33,26 +33,6 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
             return "unexpected message from aftransferd: \(what)"
         }
     }
-
-    /// The CLI's exit status for this error: 3, the daemon could not be reached (SPEC "Exit status").
-    public var exitStatus: Int32 { 3 }
-}
-
-extension RPCError {
-    /// The CLI's exit status for this daemon error (`docs/rpc.md`, table "Errors"): 2 for refused
-    /// input, unknown ids, and inapplicable commands; 3 when the daemon is shutting down; 1 for an
-    /// internal error or a code this client does not know.
-    public var exitStatus: Int32 {
-        switch code {
-        case RPCErrorCode.parseError, RPCErrorCode.invalidRequest, RPCErrorCode.methodNotFound,
-            RPCErrorCode.invalidParams, RPCErrorCode.notFound, RPCErrorCode.refused, RPCErrorCode.tooLarge:
-            return 2
-        case RPCErrorCode.shuttingDown:
-            return 3
-        default:
-            return 1
-        }
-    }
 }
 
 /// What ``RPCClient/streamEvents(tickInterval:onEvent:)`` hands to its closure.
