@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import assert_job_schema, proc_alive, processes_mentioning, sha256_file, spawn, wait_until
+from conftest import (assert_job_schema, proc_alive, processes_mentioning, sha256_file, spawn, stop_process,
+                      wait_until)
 
 
 def slow_url(faultserver, key, size=2_000_000, bps=100_000, **kw):
@@ -63,6 +64,29 @@ def test_daemon_start_and_daemon_stop(daemon_factory):
     assert r.rc == 0, r
     wait_until(lambda: not proc_alive(pid), 5, "the daemon to exit after `daemon stop`")
     assert d.cli("daemon", "status").rc == 3
+
+
+def test_daemon_stop_does_not_wait_for_the_daemon_to_be_reaped(daemon_factory):
+    # A daemon whose parent has not reaped it yet is a zombie that still answers kill(pid, 0):
+    # `daemon stop` must go by the home's lock (released at exit), not by the pid.
+    d = daemon_factory(start=False)
+    d.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(d.log_path, "ab") as log:
+        proc = spawn(d.command(), f"unreaped aftransferd {d.home}", stdin=subprocess.DEVNULL, stdout=log,
+                     stderr=log, env=d.env, start_new_session=True)
+    try:
+        wait_until(lambda: d.cli("daemon", "status").rc == 0, 15, "the daemon to answer")
+        t0 = time.monotonic()
+        r = d.cli("daemon", "stop", timeout=20)
+        elapsed = time.monotonic() - t0
+        assert r.rc == 0, r
+        assert elapsed < 3, f"`daemon stop` took {elapsed:.1f} s for a daemon that exited but was not reaped"
+        with open(f"/proc/{proc.pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        assert state == "Z", f"the daemon should still be an unreaped zombie here, its state is {state}"
+    finally:
+        # Reap it by its PID (SIGTERM first if it is somehow still running).
+        assert stop_process(proc) == 0
 
 
 def test_daemon_status_json_reports_the_daemon(daemon):
