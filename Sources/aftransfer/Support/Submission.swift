@@ -1,52 +1,57 @@
 import Foundation
 import TransferCore
 
-/// Queues the requests of `download` and `upload`, all or nothing, and reports them as asked:
-/// ids (or job objects with `--json`) on stdout, then with `--wait` progress on stderr and the
-/// outcome as the exit status.
+/// Queues the requests of `download` and `upload` and reports them as asked: ids (or job objects
+/// with `--json`) on stdout, then with `--wait` progress on stderr and the outcome as the exit
+/// status. A single request goes by `transfer.add`; a list by `transfer.addMany`, which queues all
+/// of it or nothing (the daemon decides).
 struct Submission {
     /// One request and where it came from, for messages (`urls.txt line 3`), or nil for the
     /// command line.
     struct Item {
+        /// Where the request came from, for messages, or nil for the command line.
         var origin: String?
+        /// The request.
         var request: TransferRequest
     }
 
+    /// The requests, in order (a list's lines, or the one of the command line).
     var items: [Item]
+    /// How to report the new jobs.
     var options: TransferOptions
+    /// Where the daemon is.
     var global: GlobalOptions
 
-    /// Validates every request before anything is queued, then queues them in order.
-    /// - Throws: ``CLIFailure`` (exit 2) naming the first refused item; nothing stays queued.
+    /// Whether the requests come from a list (`-i`): sent by `transfer.addMany`, printed as a list.
+    var isList: Bool { items.count != 1 || items[0].origin != nil }
+
+    /// Validates every request before the daemon is contacted, then queues them.
+    /// - Throws: ``CLIFailure`` (exit 2) naming the first refused item; nothing is queued then.
     func run() throws {
         // Checked here first too, so that refused input does not start a daemon.
         for item in items {
             do {
                 _ = try RequestValidator.validate(item.request)
-            } catch let error as RPCError {
-                throw CLIFailure.usage(Self.prefix(item.origin) + error.message)
+            } catch {
+                throw CLIFailure.usage(Self.prefix(item.origin) + Self.message(of: error))
             }
         }
         let client = try global.connect()
-        var added: [JSONValue] = []
-        var jobs: [JobSnapshot] = []
-        for item in items {
-            do {
-                let value = try client.call(method: RPCMethod.add, params: JSONValue(encoding: item.request))
-                added.append(value)
-                jobs.append(try value.decode(as: JobSnapshot.self))
-            } catch let error as RPCError {
-                Self.rollBack(jobs.map(\.id), client: client)
-                throw CLIFailure(error.exitStatus, Self.prefix(item.origin) + error.message)
-            } catch {
-                Self.rollBack(jobs.map(\.id), client: client)
-                throw error
+        let added: [JSONValue]
+        do {
+            if isList {
+                added = try addMany(client: client)
+            } else {
+                added = [try client.call(method: RPCMethod.add, params: JSONValue(encoding: items[0].request))]
             }
+        } catch let error as RPCError {
+            throw CLIFailure(error.exitStatus, Self.prefix(origin(of: error)) + error.message)
         }
+        let jobs = try added.map { try $0.decode(as: JobSnapshot.self) }
 
         if !options.wait {
             if options.json {
-                try JSONOutput.print(items.count == 1 && items[0].origin == nil ? added[0] : .array(added))
+                try JSONOutput.print(isList ? .array(added) : added[0])
             } else {
                 Console.out(jobs.map { String($0.id) }.joined(separator: "\n"))
             }
@@ -69,15 +74,66 @@ struct Submission {
                 let fresh = try? client.call(method: RPCMethod.get, params: JSONValue(encoding: GetParams(id: job.id)))
                 return try fresh ?? JSONValue(encoding: job)
             }
-            try JSONOutput.print(items.count == 1 && items[0].origin == nil ? finalObjects[0] : .array(finalObjects))
+            try JSONOutput.print(isList ? .array(finalObjects) : finalObjects[0])
         }
         if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
     }
 
-    /// Removes jobs queued before a later one was refused, so that a list is all or nothing.
-    private static func rollBack(_ ids: [Int64], client: RPCClient) {
-        guard !ids.isEmpty else { return }
-        _ = try? client.call(method: RPCMethod.remove, params: JSONValue(encoding: ControlParams(ids: ids)))
+    /// Queues every item with `transfer.addMany`: in one message when it fits, else in parts of
+    /// one batch on this connection (``BatchSplitter``).
+    /// - Returns: the new jobs' objects, in the items' order.
+    private func addMany(client: RPCClient) throws -> [JSONValue] {
+        let requests = try items.map { try JSONValue(encoding: $0.request) }
+        let overheads = try BatchSplitter.overheads()
+        let plan: BatchSplitter.Plan
+        do {
+            plan = try BatchSplitter().plan(
+                sizes: requests.map(BatchSplitter.size(of:)), singleOverhead: overheads.single,
+                partOverhead: overheads.part)
+        } catch let error as BatchSplitter.RequestTooLarge {
+            throw CLIFailure.usage(
+                Self.prefix(items[error.index].origin) + "the request is too large (\(error.size) bytes encoded)")
+        }
+        let result: JSONValue
+        switch plan {
+        case .single:
+            result = try client.call(method: BatchSplitter.method, params: BatchSplitter.singleParams(requests))
+        case .parts(let ranges):
+            let batch = BatchSplitter.newBatchID()
+            var last = JSONValue.null
+            for (number, range) in ranges.enumerated() {
+                let final = number == ranges.count - 1
+                last = try client.call(
+                    method: BatchSplitter.method,
+                    params: BatchSplitter.partParams(batch: batch, requests: Array(requests[range]), final: final))
+                if !final, last["received"] != .int(Int64(range.upperBound)) {
+                    throw ClientError.protocolViolation(
+                        "a \(BatchSplitter.method) part acknowledged as \(last["received"].map { "\($0)" } ?? "nothing"), not \(range.upperBound) requests"
+                    )
+                }
+            }
+            result = last
+        }
+        guard case .array(let jobs)? = result["jobs"], jobs.count == items.count else {
+            throw ClientError.protocolViolation("a \(BatchSplitter.method) result without one job per request")
+        }
+        return jobs
+    }
+
+    /// The item a refusal names (`data.index`, counted from 0 across the whole batch), or nil.
+    private func origin(of error: RPCError) -> String? {
+        guard case .int(let index)? = error.data?["index"], index >= 0, index < items.count else { return nil }
+        return items[Int(index)].origin
+    }
+
+    /// The message of a refusal, whichever error type the library threw it as.
+    static func message(of error: Error) -> String {
+        switch error {
+        case let error as TransferError: return error.message
+        case let error as RPCError: return error.message
+        case let error as CLIFailure: return error.message ?? "refused"
+        default: return "\(error)"
+        }
     }
 
     private static func prefix(_ origin: String?) -> String {
