@@ -43,5 +43,9 @@ let package = Package(
             dependencies: ["TransferCore"],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["aftransfer"]
+        ),
     ]
 )

@@ -62,9 +62,10 @@ struct DaemonCommand: ParsableCommand {
                 return
             }
             // The daemon's own home: with --socket, it need not be ours.
-            let home = (try? client.call(
-                method: RPCMethod.daemonStatus, params: [String: String](), as: DaemonStatus.self
-            ).home) ?? paths.home
+            let home =
+                (try? client.call(
+                    method: RPCMethod.daemonStatus, params: [String: String](), as: DaemonStatus.self
+                ).home) ?? paths.home
             do {
                 try client.call(method: RPCMethod.daemonShutdown)
             } catch let error as RPCError where error.code == RPCErrorCode.shuttingDown {
