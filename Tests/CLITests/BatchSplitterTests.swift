@@ -43,7 +43,7 @@ final class BatchSplitterTests: XCTestCase {
             return try JSONValue(encoding: request)
         }
         let overheads = try BatchSplitter.overheads()
-        let sizes = try requests.map(BatchSplitter.size(of:))
+        let sizes = try requests.map { try BatchSplitter.size(of: $0) }
         guard
             case .parts(let ranges) = try BatchSplitter().plan(
                 sizes: sizes, singleOverhead: overheads.single, partOverhead: overheads.part)

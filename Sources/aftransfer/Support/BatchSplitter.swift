@@ -91,7 +91,11 @@ struct BatchSplitter {
     }
 
     /// The encoded length of one request inside the array.
-    static func size(of request: JSONValue) throws -> Int {
-        try JSONEncoder().encode(request).count
+    /// - Parameters:
+    ///   - request: the request's params.
+    ///   - encoder: the encoder to measure with (reused across a list); ``RPCClient`` sends with
+    ///     the default settings.
+    static func size(of request: JSONValue, encoder: JSONEncoder = JSONEncoder()) throws -> Int {
+        try encoder.encode(request).count
     }
 }

@@ -42,23 +42,21 @@ struct Submission {
             if isList {
                 added = try addMany(client: client)
             } else {
-                added = [try client.call(method: RPCMethod.add, params: JSONValue(encoding: items[0].request))]
+                // `.some`: the untyped call, not the generic one that would re-encode the result.
+                let params = try JSONValue(encoding: items[0].request)
+                added = [try client.call(method: RPCMethod.add, params: .some(params))]
             }
         } catch let error as RPCError {
             throw CLIFailure(error.exitStatus, Self.prefix(origin(of: error)) + error.message)
         }
-        let jobs = try added.map { try $0.decode(as: JobSnapshot.self) }
-
+        if !options.json { Console.out(try Self.ids(of: added).map(String.init).joined(separator: "\n")) }
         if !options.wait {
-            if options.json {
-                try JSONOutput.print(isList ? .array(added) : added[0])
-            } else {
-                Console.out(jobs.map { String($0.id) }.joined(separator: "\n"))
-            }
+            if options.json { try JSONOutput.print(isList ? .array(added) : added[0]) }
             return
         }
 
-        if !options.json { Console.out(jobs.map { String($0.id) }.joined(separator: "\n")) }
+        // Decoded once as a whole: one decoder for thousands of jobs, not one each.
+        let jobs = try JSONValue.array(added).decode(as: [JobSnapshot].self)
         let follower = JobFollower(client: client, jobs: jobs)
         let renderer = ProgressRenderer(stream: .stderr, showNames: jobs.count > 1)
         do {
@@ -83,13 +81,17 @@ struct Submission {
     /// one batch on this connection (``BatchSplitter``).
     /// - Returns: the new jobs' objects, in the items' order.
     private func addMany(client: RPCClient) throws -> [JSONValue] {
-        let requests = try items.map { try JSONValue(encoding: $0.request) }
+        // One conversion for the whole list (one encoder and decoder, not one each).
+        guard case .array(let requests) = try JSONValue(encoding: items.map(\.request)) else {
+            preconditionFailure("an array encodes as a JSON array")
+        }
         let overheads = try BatchSplitter.overheads()
+        let encoder = JSONEncoder()
         let plan: BatchSplitter.Plan
         do {
             plan = try BatchSplitter().plan(
-                sizes: requests.map(BatchSplitter.size(of:)), singleOverhead: overheads.single,
-                partOverhead: overheads.part)
+                sizes: requests.map { try BatchSplitter.size(of: $0, encoder: encoder) },
+                singleOverhead: overheads.single, partOverhead: overheads.part)
         } catch let error as BatchSplitter.RequestTooLarge {
             throw CLIFailure.usage(
                 Self.prefix(items[error.index].origin) + "the request is too large (\(error.size) bytes encoded)")
@@ -97,7 +99,7 @@ struct Submission {
         let result: JSONValue
         switch plan {
         case .single:
-            result = try client.call(method: BatchSplitter.method, params: BatchSplitter.singleParams(requests))
+            result = try client.call(method: BatchSplitter.method, params: .some(BatchSplitter.singleParams(requests)))
         case .parts(let ranges):
             let batch = BatchSplitter.newBatchID()
             var last = JSONValue.null
@@ -105,7 +107,8 @@ struct Submission {
                 let final = number == ranges.count - 1
                 last = try client.call(
                     method: BatchSplitter.method,
-                    params: BatchSplitter.partParams(batch: batch, requests: Array(requests[range]), final: final))
+                    params: .some(
+                        BatchSplitter.partParams(batch: batch, requests: Array(requests[range]), final: final)))
                 if !final, last["received"] != .int(Int64(range.upperBound)) {
                     throw ClientError.protocolViolation(
                         "a \(BatchSplitter.method) part acknowledged as \(last["received"].map { "\($0)" } ?? "nothing"), not \(range.upperBound) requests"
@@ -118,6 +121,16 @@ struct Submission {
             throw ClientError.protocolViolation("a \(BatchSplitter.method) result without one job per request")
         }
         return jobs
+    }
+
+    /// The ids of the new jobs' objects.
+    private static func ids(of jobs: [JSONValue]) throws -> [Int64] {
+        try jobs.map { job in
+            guard case .int(let id)? = job["id"] else {
+                throw ClientError.protocolViolation("a job object without an id")
+            }
+            return id
+        }
     }
 
     /// The item a refusal names (`data.index`, counted from 0 across the whole batch), or nil.
