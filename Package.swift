@@ -45,5 +45,9 @@ let package = Package(
             dependencies: ["TransferCore", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["aftransfer"]
+        ),
     ]
 )

@@ -3,6 +3,10 @@ import XCTest
 
 @testable import TransferCore
 
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
 final class RPCClientTests: XCTestCase {
     // MARK: - Line framing
 
@@ -33,24 +37,6 @@ final class RPCClientTests: XCTestCase {
         XCTAssertThrowsError(try buffer.nextLine())
     }
 
-    // MARK: - Exit statuses
-
-    func testThatRefusedInputUnknownIdsAndInapplicableCommandsExitWithStatusTwo() {
-        let codes = [
-            RPCErrorCode.parseError, RPCErrorCode.invalidRequest, RPCErrorCode.methodNotFound,
-            RPCErrorCode.invalidParams, RPCErrorCode.notFound, RPCErrorCode.refused, RPCErrorCode.tooLarge,
-        ]
-        for code in codes {
-            XCTAssertEqual(RPCError(code: code, message: "").exitStatus, 2, "code \(code)")
-        }
-    }
-
-    func testThatADaemonShuttingDownExitsWithStatusThreeAndAnInternalErrorWithOne() {
-        XCTAssertEqual(RPCError(code: RPCErrorCode.shuttingDown, message: "").exitStatus, 3)
-        XCTAssertEqual(RPCError(code: RPCErrorCode.internalError, message: "").exitStatus, 1)
-        XCTAssertEqual(ClientError.connectionClosed.exitStatus, 3)
-    }
-
     // MARK: - Connecting
 
     func testThatConnectingWhereNoDaemonListensIsUnreachable() throws {
@@ -73,5 +59,121 @@ final class RPCClientTests: XCTestCase {
                 return XCTFail("expected unreachable, got \(error)")
             }
         }
+    }
+
+    // MARK: - Streaming a result
+
+    func testThatAStreamedResultReachesTheSinkWithoutTheEnvelopeWhateverTheChunks() throws {
+        let result = #"[{"id":1,"url":"http://x/a"},{"id":2,"url":"http://x/}"}]"#
+        let line = #"{"id":1,"jsonrpc":"2.0","result":"# + result + "}\n"
+        // Cut everywhere that matters: inside the prefix, just before the closing brace, between it and
+        // the newline.
+        let bytes = Array(line.utf8)
+        let chunks = [
+            bytes[0..<5], bytes[5..<40], bytes[40..<(bytes.count - 2)], bytes[(bytes.count - 2)..<(bytes.count - 1)],
+            bytes[(bytes.count - 1)...],
+        ].map { Array($0) }
+        try FakeServer.run(chunks: chunks) { client in
+            var received = Data()
+            let outcome = try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) }
+            XCTAssertEqual(outcome, .streamed(byteCount: result.utf8.count))
+            XCTAssertEqual(String(decoding: received, as: UTF8.self), result)
+        }
+    }
+
+    func testThatAnErrorResponseIsThrownAsAnRPCErrorAndNothingReachesTheSink() throws {
+        let line = #"{"error":{"code":-32602,"message":"bad state"},"id":1,"jsonrpc":"2.0"}"# + "\n"
+        try FakeServer.run(chunks: [Array(line.utf8)]) { client in
+            var received = Data()
+            XCTAssertThrowsError(
+                try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) }
+            ) {
+                XCTAssertEqual(($0 as? RPCError)?.code, RPCErrorCode.invalidParams)
+            }
+            XCTAssertTrue(received.isEmpty)
+        }
+    }
+
+    func testThatAResponseInAnotherKeyOrderIsDecodedInsteadOfStreamed() throws {
+        let line = #"{"jsonrpc":"2.0","id":1,"result":[1,2]}"# + "\n"
+        try FakeServer.run(chunks: [Array(line.utf8)]) { client in
+            var received = Data()
+            let outcome = try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) }
+            XCTAssertEqual(outcome, .decoded(.array([.int(1), .int(2)])))
+            XCTAssertTrue(received.isEmpty)
+        }
+    }
+
+    func testThatTheConnectionStaysUsableAfterAStreamedResult() throws {
+        // Both answers in one write: the second one waits in the buffer for the next call.
+        let lines =
+            #"{"id":1,"jsonrpc":"2.0","result":[]}"# + "\n" + #"{"id":2,"jsonrpc":"2.0","result":{"ok":true}}"# + "\n"
+        try FakeServer.run(chunks: [Array(lines.utf8)]) { client in
+            var received = Data()
+            XCTAssertEqual(
+                try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) },
+                .streamed(byteCount: 2))
+            XCTAssertEqual(String(decoding: received, as: UTF8.self), "[]")
+            XCTAssertEqual(try client.call(method: RPCMethod.daemonStatus), .object(["ok": .bool(true)]))
+        }
+    }
+
+    func testThatAResultLineThatDoesNotEndWithABraceIsAProtocolViolation() throws {
+        let line = #"{"id":1,"jsonrpc":"2.0","result":[1,2]"# + "\n"
+        try FakeServer.run(chunks: [Array(line.utf8)]) { client in
+            XCTAssertThrowsError(try client.callStreamingResult(method: RPCMethod.list) { _ in }) {
+                guard case ClientError.protocolViolation? = $0 as? ClientError else { return XCTFail("got \($0)") }
+            }
+        }
+    }
+}
+
+/// A one-connection Unix-socket server for the client's tests: it reads one request line, then
+/// writes `chunks` one at a time with a pause between them (so the client sees several reads).
+private enum FakeServer {
+    static func run(chunks: [[UInt8]], _ body: (RPCClient) throws -> Void) throws {
+        let directory = "/tmp/rpcfake-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/s.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { _ = close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8))
+            raw[path.utf8.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        XCTAssertEqual(bound, 0)
+        XCTAssertEqual(listen(listener, 1), 0)
+
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { done.signal() }
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { return }
+            defer { _ = close(fd) }
+            var byte: UInt8 = 0
+            while read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") {}
+            for chunk in chunks {
+                _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                usleep(20_000)
+            }
+            // Keep the connection open until the client is done reading.
+            while read(fd, &byte, 1) > 0 {}
+        }
+        thread.start()
+        let client = try RPCClient.connect(path: path, timeout: 5)
+        defer {
+            client.close()
+            done.wait()
+        }
+        try body(client)
     }
 }

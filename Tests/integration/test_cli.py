@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import assert_job_schema, proc_alive, processes_mentioning, sha256_file, spawn, wait_until
+from conftest import (assert_job_schema, proc_alive, processes_mentioning, sha256_file, spawn, stop_process,
+                      wait_until)
 
 
 def slow_url(faultserver, key, size=2_000_000, bps=100_000, **kw):
@@ -63,6 +64,29 @@ def test_daemon_start_and_daemon_stop(daemon_factory):
     assert r.rc == 0, r
     wait_until(lambda: not proc_alive(pid), 5, "the daemon to exit after `daemon stop`")
     assert d.cli("daemon", "status").rc == 3
+
+
+def test_daemon_stop_does_not_wait_for_the_daemon_to_be_reaped(daemon_factory):
+    # A daemon whose parent has not reaped it yet is a zombie that still answers kill(pid, 0):
+    # `daemon stop` must go by the home's lock (released at exit), not by the pid.
+    d = daemon_factory(start=False)
+    d.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(d.log_path, "ab") as log:
+        proc = spawn(d.command(), f"unreaped aftransferd {d.home}", stdin=subprocess.DEVNULL, stdout=log,
+                     stderr=log, env=d.env, start_new_session=True)
+    try:
+        wait_until(lambda: d.cli("daemon", "status").rc == 0, 15, "the daemon to answer")
+        t0 = time.monotonic()
+        r = d.cli("daemon", "stop", timeout=20)
+        elapsed = time.monotonic() - t0
+        assert r.rc == 0, r
+        assert elapsed < 3, f"`daemon stop` took {elapsed:.1f} s for a daemon that exited but was not reaped"
+        with open(f"/proc/{proc.pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        assert state == "Z", f"the daemon should still be an unreaped zombie here, its state is {state}"
+    finally:
+        # Reap it by its PID (SIGTERM first if it is somehow still running).
+        assert stop_process(proc) == 0
 
 
 def test_daemon_status_json_reports_the_daemon(daemon):
@@ -297,3 +321,80 @@ def test_a_relative_directory_and_list_file_are_resolved_against_the_working_dir
     id = int(r.out.split()[0])
     job = daemon.wait_state(id, "completed")
     assert job["destination"] == str(cwd / "in" / "listed.bin")
+
+
+# MARK: - Large lists and long listings (SPEC "Scale": transfer.addMany, list --limit/--state)
+
+
+def big_list(faultserver, key, count, pad=300):
+    """``count`` URL lines (each long enough that the list needs several addMany parts), after a
+    comment and a blank line, so that line numbers and request indexes differ by 2."""
+    lines = ["# a big list", ""]
+    lines += [faultserver.url(f"/big/{i}.bin", size=1000, key=key, slow=100, pad="p" * pad) for i in range(count)]
+    return lines
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+@pytest.mark.timeout(180)
+def test_a_list_of_5000_lines_is_queued_whole_in_batch_parts(daemon, faultserver, key):
+    lines = big_list(faultserver, key, 5000)
+    assert sum(len(l) for l in lines) > 1024 * 1024, "the list must not fit in one 1 MiB message"
+    (daemon.work / "urls.txt").write_text("\n".join(lines) + "\n")
+    r = daemon.cli("download", "-i", "urls.txt", "-d", daemon.work, timeout=120, check=0)
+    ids = r.out.split()
+    assert len(ids) == 5000 and all(re.fullmatch(r"\d+", i) for i in ids), f"one id a line: {r.out[:200]!r}"
+    assert len(set(ids)) == 5000
+    jobs = daemon.jobs()
+    assert [str(j["id"]) for j in jobs] == ids, "the jobs, oldest first, in the list's order"
+    assert [j["url"] for j in jobs] == lines[2:]
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+@pytest.mark.timeout(180)
+def test_a_line_the_daemon_refuses_in_a_big_list_is_named_and_nothing_is_queued(daemon, faultserver, key):
+    # The CLI cannot know that another job already targets taken.bin: only the daemon refuses it,
+    # with the index of the request, which the CLI turns back into the list's line.
+    taken = daemon.work / "taken.bin"
+    first = daemon.download(slow_url(faultserver, key), "-o", taken)
+    lines = big_list(faultserver, key, 5000)
+    lines[3999] = faultserver.url("/big/taken.bin", key=key) + "\ttaken.bin"  # line 4000
+    (daemon.work / "urls.txt").write_text("\n".join(lines) + "\n")
+    r = daemon.cli("download", "-i", "urls.txt", "-d", daemon.work, timeout=120)
+    assert r.rc == 2, r
+    assert r.out == ""
+    assert "urls.txt line 4000:" in r.err, f"the refusal must name line 4000: {r.err!r}"
+    assert [j["id"] for j in daemon.jobs()] == [first], "nothing of the list may stay queued"
+
+
+def test_a_line_refused_by_the_cli_itself_is_named_before_any_daemon_is_contacted(daemon_factory, faultserver, key):
+    d = daemon_factory(start=False)
+    lines = big_list(faultserver, key, 4000, pad=0)
+    lines[3999] = "ftp://127.0.0.1/nope"  # line 4000
+    (d.work / "urls.txt").write_text("\n".join(lines) + "\n")
+    r = d.cli("download", "-i", "urls.txt", "-d", d.work, autostart=True)
+    assert r.rc == 2, r
+    assert "urls.txt line 4000:" in r.err, r.err
+    assert not d.socket.exists(), "refused input must not start a daemon"
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_list_limit_and_state_select_the_first_jobs_in_the_lists_order(daemon, faultserver, key):
+    ids = [daemon.download(slow_url(faultserver, key), "-o", daemon.work / f"f{i}.bin") for i in range(5)]
+    daemon.wait_state(ids[0], "running")
+    daemon.cli("pause", ids[3], check=0)
+    assert [j["id"] for j in daemon.jobs("--limit", "2")] == ids[:2]
+    assert [j["id"] for j in daemon.jobs("--state", "queued")] == [ids[1], ids[2], ids[4]]
+    assert [j["id"] for j in daemon.jobs("--state", "queued", "--limit", "2")] == [ids[1], ids[2]]
+    table = daemon.cli("list", "--limit", "3", check=0).out.splitlines()
+    assert [line.split()[0] for line in table[1:]] == [str(i) for i in ids[:3]]
+    assert daemon.cli("list", "--limit", "0").rc == 2
+
+
+def test_list_json_is_one_array_ending_with_a_newline(daemon, faultserver, key):
+    assert daemon.cli("list", "--json", check=0).out.strip() == "[]"
+    id = daemon.download(slow_url(faultserver, key), "-o", daemon.work / "one.bin")
+    out = daemon.cli("list", "--json", check=0).out
+    assert out.endswith("]\n")
+    jobs = json.loads(out)
+    assert [j["id"] for j in jobs] == [id]
+    assert_job_schema(jobs[0])

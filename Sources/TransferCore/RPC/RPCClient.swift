@@ -33,26 +33,6 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
             return "unexpected message from aftransferd: \(what)"
         }
     }
-
-    /// The CLI's exit status for this error: 3, the daemon could not be reached (SPEC "Exit status").
-    public var exitStatus: Int32 { 3 }
-}
-
-extension RPCError {
-    /// The CLI's exit status for this daemon error (`docs/rpc.md`, table "Errors"): 2 for refused
-    /// input, unknown ids, and inapplicable commands; 3 when the daemon is shutting down; 1 for an
-    /// internal error or a code this client does not know.
-    public var exitStatus: Int32 {
-        switch code {
-        case RPCErrorCode.parseError, RPCErrorCode.invalidRequest, RPCErrorCode.methodNotFound,
-            RPCErrorCode.invalidParams, RPCErrorCode.notFound, RPCErrorCode.refused, RPCErrorCode.tooLarge:
-            return 2
-        case RPCErrorCode.shuttingDown:
-            return 3
-        default:
-            return 1
-        }
-    }
 }
 
 /// What ``RPCClient/streamEvents(tickInterval:onEvent:)`` hands to its closure.
@@ -149,6 +129,84 @@ public final class RPCClient {
     /// - Throws: ``RPCError`` when the daemon answers with an error; ``ClientError`` otherwise.
     @discardableResult
     public func call(method: String, params: JSONValue? = nil) throws -> JSONValue {
+        let id = try sendRequest(method: method, params: params)
+        return try awaitResponse(id: id, method: method, deadline: Self.now() + timeout)
+    }
+
+    /// What ``callStreamingResult(method:params:into:)`` did with the response.
+    public enum StreamedResponse: Sendable, Equatable {
+        /// The result's bytes went to the sink as the daemon wrote them; `byteCount` of them.
+        case streamed(byteCount: Int)
+        /// The response did not start as `{"id":N,"jsonrpc":"2.0","result":` (another key order, or
+        /// a notification first): it was read whole, and this is its result.
+        case decoded(JSONValue)
+    }
+
+    /// Sends one request and copies the bytes of its result to `sink` as they arrive, without
+    /// holding the whole response: for a result too big to decode at once (`transfer.list` of
+    /// 100,000 jobs).
+    ///
+    /// The daemon writes responses with sorted keys, so a result starts with
+    /// `{"id":N,"jsonrpc":"2.0","result":` and ends with `}`; the bytes between go to `sink`, in
+    /// order, over as many calls as the reads take. Any other response (an error, another key
+    /// order) is read whole and handled as ``call(method:params:)`` does. `timeout` counts from the
+    /// last byte received, so a long result does not time out while it flows.
+    /// - Parameters:
+    ///   - method: the method name (``RPCMethod``).
+    ///   - params: the params object, or nil to send none.
+    ///   - sink: receives the result's bytes, in order.
+    /// - Returns: ``StreamedResponse/streamed(byteCount:)``, or the decoded result when the
+    ///   response could not be streamed.
+    /// - Throws: ``RPCError`` when the daemon answers with an error; ``ClientError`` otherwise;
+    ///   whatever `sink` throws.
+    public func callStreamingResult(
+        method: String, params: JSONValue? = nil, into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> StreamedResponse {
+        let id = try sendRequest(method: method, params: params)
+        let prefix = Array(#"{"id":\#(id),"jsonrpc":"2.0","result":"#.utf8)
+        var head = buffer.takeAll()
+        var deadline = Self.now() + timeout
+        while head.count < prefix.count || !head.starts(with: prefix) {
+            let n = min(head.count, prefix.count)
+            if !head[..<n].elementsEqual(prefix[..<n]) {
+                buffer.append(head)
+                return .decoded(try awaitResponse(id: id, method: method, deadline: deadline))
+            }
+            guard let chunk = try readChunk(until: deadline) else { throw ClientError.timeout(method: method) }
+            head += chunk
+            deadline = Self.now() + timeout
+        }
+        // The last byte before the newline is the response's closing `}`, not the result's: each
+        // chunk's last byte waits until the next one shows whether the line ends there.
+        var body = head[prefix.count...]
+        var held: [UInt8] = []
+        var count = 0
+        while true {
+            if let newline = body.firstIndex(of: UInt8(ascii: "\n")) {
+                var content = held + body[..<newline]
+                if content.last == UInt8(ascii: "\r") { content.removeLast() }
+                guard content.last == UInt8(ascii: "}") else {
+                    throw ClientError.protocolViolation("a \(method) response that does not end with }")
+                }
+                content.removeLast()
+                try content.withUnsafeBytes(sink)
+                buffer.append(body[(newline + 1)...])
+                return .streamed(byteCount: count + content.count)
+            }
+            if let last = body.last {
+                let ready = held + body.dropLast()
+                try ready.withUnsafeBytes(sink)
+                count += ready.count
+                held = [last]
+            }
+            guard let chunk = try readChunk(until: deadline) else { throw ClientError.timeout(method: method) }
+            body = chunk[...]
+            deadline = Self.now() + timeout
+        }
+    }
+
+    /// Writes one request line; returns its id.
+    private func sendRequest(method: String, params: JSONValue?) throws -> Int64 {
         let id = nextID
         nextID += 1
         var request: [String: JSONValue] = ["jsonrpc": .string("2.0"), "id": .int(id), "method": .string(method)]
@@ -156,8 +214,11 @@ public final class RPCClient {
         var line = try JSONEncoder().encode(JSONValue.object(request))
         line.append(UInt8(ascii: "\n"))
         try send(line)
+        return id
+    }
 
-        let deadline = Self.now() + timeout
+    /// Reads lines until the response to `id`, keeping notifications for ``streamEvents(tickInterval:onEvent:)``.
+    private func awaitResponse(id: Int64, method: String, deadline: Double) throws -> JSONValue {
         while true {
             guard let line = try readLine(until: deadline) else { throw ClientError.timeout(method: method) }
             let message: JSONValue
@@ -280,13 +341,21 @@ public final class RPCClient {
 
     /// Reads the next complete line, or nil when `deadline` passes first.
     private func readLine(until deadline: Double) throws -> Data? {
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             do {
                 if let line = try buffer.nextLine() { return line }
             } catch {
                 throw ClientError.protocolViolation("a line over \(buffer.maximumLineLength) bytes")
             }
+            guard let chunk = try readChunk(until: deadline) else { return nil }
+            buffer.append(chunk)
+        }
+    }
+
+    /// Reads what the socket has (at least one byte), or nil when `deadline` passes first.
+    private func readChunk(until deadline: Double) throws -> [UInt8]? {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
             guard fd >= 0 else { throw ClientError.connectionClosed }
             let remaining = deadline - Self.now()
             if remaining <= 0 { return nil }
@@ -304,7 +373,8 @@ public final class RPCClient {
                 throw ClientError.io(operation: "read", errno: errno)
             }
             if n == 0 { throw ClientError.connectionClosed }
-            buffer.append(chunk[0..<n])
+            chunk.removeSubrange(n...)
+            return chunk
         }
     }
 
@@ -339,6 +409,15 @@ struct LineBuffer {
             start = 0
         }
         bytes.append(contentsOf: data)
+    }
+
+    /// Takes every byte not yet returned as a line, leaving the buffer empty.
+    mutating func takeAll() -> [UInt8] {
+        let rest = Array(bytes[start...])
+        bytes.removeAll(keepingCapacity: true)
+        start = 0
+        scanned = 0
+        return rest
     }
 
     /// The next complete line without its `\n` (and without a `\r` before it), or nil if none yet.

@@ -40,12 +40,18 @@ struct DaemonCommand: ParsableCommand {
     }
 
     /// `daemon stop`: asks the daemon to shut down and waits until it is gone.
+    ///
+    /// "Gone" is the home's lock released (so that a following `daemon start` finds it free), or,
+    /// when the lock cannot be looked at, the socket no longer answering. Never the pid: an exited
+    /// daemon that its parent has not reaped yet is a zombie that still answers `kill(pid, 0)`.
     struct Stop: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop aftransferd (running transfers are checkpointed and resume on the next start).")
 
         /// How long to wait for the daemon to go away, in seconds.
         static let timeout = 10.0
+        /// How often to look whether it went, in microseconds.
+        static let pollInterval: useconds_t = 20_000
 
         @OptionGroup(title: "Global options") var global: GlobalOptions
 
@@ -55,9 +61,11 @@ struct DaemonCommand: ParsableCommand {
                 Console.out("aftransferd is not running")
                 return
             }
-            let pid = try? client.call(
-                method: RPCMethod.daemonStatus, params: [String: String](), as: DaemonStatus.self
-            ).pid
+            // The daemon's own home: with --socket, it need not be ours.
+            let home =
+                (try? client.call(
+                    method: RPCMethod.daemonStatus, params: [String: String](), as: DaemonStatus.self
+                ).home) ?? paths.home
             do {
                 try client.call(method: RPCMethod.daemonShutdown)
             } catch let error as RPCError where error.code == RPCErrorCode.shuttingDown {
@@ -66,15 +74,20 @@ struct DaemonCommand: ParsableCommand {
                 // It went away before answering.
             }
             client.close()
+            let lock = Paths.resolve(home: home, socket: paths.socket).lock
             let deadline = Date().addingTimeInterval(Self.timeout)
             while Date() < deadline {
-                let answers = (try? RPCClient.connect(path: paths.socket)) != nil
-                let alive = pid.map { kill($0, 0) == 0 } ?? false
-                if !answers && !alive {
+                let stopped: Bool
+                if let held = DaemonLock.isHeld(at: lock) {
+                    stopped = !held
+                } else {
+                    stopped = (try? RPCClient.connect(path: paths.socket)) == nil
+                }
+                if stopped {
                     Console.out("aftransferd stopped")
                     return
                 }
-                usleep(50_000)
+                usleep(Self.pollInterval)
             }
             throw CLIFailure(CLIFailure.jobFailed, "aftransferd did not stop within \(Int(Self.timeout)) s")
         }

@@ -73,8 +73,8 @@ struct UploadCommand: ParsableCommand {
                             name: name, path: Paths.absolute(path), contentType: contentType, filename: filename
                         ).spec
                     }
-                } catch let error as RPCError {
-                    throw CLIFailure.usage(error.message)
+                } catch {
+                    throw CLIFailure.usage(Submission.message(of: error))
                 }
             }
         }

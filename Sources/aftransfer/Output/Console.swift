@@ -46,12 +46,15 @@ enum Console {
     /// Writes `text` as is (no newline added), straight to the file descriptor: nothing is
     /// buffered, so an id printed before a long `--wait` reaches a pipe at once.
     static func write(_ text: String, to stream: Stream) {
-        let bytes = Array(text.utf8)
+        Array(text.utf8).withUnsafeBytes { write(bytes: $0, to: stream) }
+    }
+
+    /// Writes `bytes` as they are (say, a JSON result copied from the daemon), unbuffered.
+    static func write(bytes: UnsafeRawBufferPointer, to stream: Stream) {
+        guard let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in
-                Glibc.write(stream.fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-            }
+            let n = Glibc.write(stream.fd, base + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 return  // a closed pipe or a full disk: nothing better to do than stop writing

@@ -1,9 +1,13 @@
+import Foundation
 import TransferCore
 
 /// The `status` summary for people: one field a line, then the attempts' timelines.
 enum JobSummary {
     /// The summary's lines.
-    static func lines(_ job: JobSnapshot) -> [String] {
+    /// - Parameters:
+    ///   - job: the job.
+    ///   - now: the time a retry timer counts from; the current time by default.
+    static func lines(_ job: JobSnapshot, now: Date = Date()) -> [String] {
         var fields: [(String, String)] = [
             ("State", job.state.rawValue),
             ("URL", job.url),
@@ -24,7 +28,7 @@ enum JobSummary {
         if let error = job.error {
             fields.append(("Error", (JobText.error(job) ?? "") + (error.retryable ? " (retryable)" : "")))
         }
-        if let waiting = JobText.waiting(job) {
+        if let waiting = JobText.waiting(job, now: now) {
             fields.append(("Waiting", waiting))
             if let next = job.nextRetryAt { fields.append(("Next retry", next)) }
         }

@@ -41,24 +41,22 @@ enum JobText {
     }
 
     /// Why and until when a waiting job waits: `offline` or `backoff, retry in 3s`; nil otherwise.
-    static func waiting(_ job: JobSnapshot) -> String? {
+    /// - Parameters:
+    ///   - job: the job.
+    ///   - now: the time to count the retry from; the current time by default.
+    static func waiting(_ job: JobSnapshot, now: Date = Date()) -> String? {
         guard job.state == .waiting else { return nil }
         switch job.waitReason {
         case .offline?:
             return "offline, until the network returns"
         case let reason?:
-            if let next = job.nextRetryAt, let seconds = secondsUntil(next) {
+            if let next = job.nextRetryAt, let seconds = date(next)?.timeIntervalSince(now) {
                 return reason.rawValue + ", retry in " + HumanFormat.duration(max(seconds, 0))
             }
             return reason.rawValue
         case nil:
             return nil
         }
-    }
-
-    /// Seconds from now until an RFC 3339 time (negative when past), or nil if it does not parse.
-    static func secondsUntil(_ timestamp: String) -> Double? {
-        date(timestamp)?.timeIntervalSinceNow
     }
 
     /// Parses an RFC 3339 UTC time, with or without fractional seconds.

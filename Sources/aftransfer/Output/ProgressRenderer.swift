@@ -22,10 +22,16 @@ final class ProgressRenderer {
     /// The least time between two plain progress lines of one job, in seconds.
     static let lineInterval = 1.0
 
-    private let stream: Console.Stream
+    /// How to draw: bars on a terminal, plain lines elsewhere.
     let style: Style
     /// Whether bars end with the file name (not needed for one job the user just named).
     private let showNames: Bool
+    /// The terminal's size now (it may change between redraws), nil where unknown.
+    private let terminalSize: () -> (columns: Int?, rows: Int?)
+    /// Where the text goes.
+    private let write: (String) -> Void
+    /// Monotonic seconds, for the redraw and line rates.
+    private let clock: () -> Double
     private var drawnLines = 0
     private var lastDraw = 0.0
     private var lastStates: [Int64: String] = [:]
@@ -35,10 +41,28 @@ final class ProgressRenderer {
     /// - Parameters:
     ///   - stream: where to draw.
     ///   - showNames: whether each bar ends with the job's file name.
-    init(stream: Console.Stream, showNames: Bool = true) {
-        self.stream = stream
+    convenience init(stream: Console.Stream, showNames: Bool = true) {
+        self.init(
+            style: stream.isTerminal ? .bars : .lines, showNames: showNames,
+            terminalSize: { (stream.columns, stream.rows) }, write: { Console.write($0, to: stream) })
+    }
+
+    /// Creates a renderer that draws with `style` into `write`: tests use it without a terminal.
+    /// - Parameters:
+    ///   - style: bars or plain lines.
+    ///   - showNames: whether each bar ends with the job's file name.
+    ///   - terminalSize: the terminal's columns and rows now (nil: 80 × 25).
+    ///   - write: receives the text to print, as it would go to the stream.
+    ///   - clock: monotonic seconds; the system's by default.
+    init(
+        style: Style, showNames: Bool = true, terminalSize: @escaping () -> (columns: Int?, rows: Int?),
+        write: @escaping (String) -> Void, clock: @escaping () -> Double = ProgressRenderer.now
+    ) {
+        self.style = style
         self.showNames = showNames
-        self.style = stream.isTerminal ? .bars : .lines
+        self.terminalSize = terminalSize
+        self.write = write
+        self.clock = clock
     }
 
     /// Shows the jobs' current state.
@@ -47,7 +71,7 @@ final class ProgressRenderer {
     ///   - gone: ids of jobs removed while followed.
     ///   - force: redraw even if the last redraw was very recent.
     func update(_ jobs: [JobSnapshot], gone: Set<Int64> = [], force: Bool = false) {
-        let now = Self.now()
+        let now = clock()
         let states = Dictionary(
             uniqueKeysWithValues: jobs.map { ($0.id, gone.contains($0.id) ? "removed" : $0.state.rawValue) })
         let stateChanged = states != lastStates
@@ -65,7 +89,7 @@ final class ProgressRenderer {
                     && previous.map { now - $0.time >= Self.lineInterval && $0.bytes != job.bytes } ?? true
                 guard changed || moved else { continue }
                 lastLine[job.id] = (now, job.bytes)
-                Console.write(Self.plainLine(job, gone: gone.contains(job.id)) + "\n", to: stream)
+                write(Self.plainLine(job, gone: gone.contains(job.id)) + "\n")
             }
         }
         lastStates = states
@@ -76,7 +100,7 @@ final class ProgressRenderer {
     func finish(_ jobs: [JobSnapshot], gone: Set<Int64> = []) {
         update(jobs, gone: gone, force: true)
         if style == .bars, drawnLines > 0 {
-            Console.write("\n", to: stream)
+            write("\n")
             drawnLines = 0
         }
     }
@@ -84,7 +108,7 @@ final class ProgressRenderer {
     /// Leaves the cursor on a fresh line after an error, so that its message starts a line.
     func abandon() {
         if style == .bars, drawnLines > 0 {
-            Console.write("\n", to: stream)
+            write("\n")
             drawnLines = 0
         }
     }
@@ -92,8 +116,9 @@ final class ProgressRenderer {
     // MARK: - Bars
 
     private func drawBars(_ jobs: [JobSnapshot], gone: Set<Int64>) {
-        let columns = max((stream.columns ?? 80) - 1, 20)
-        let maxLines = max((stream.rows ?? 25) - 1, 1)
+        let size = terminalSize()
+        let columns = max((size.columns ?? 80) - 1, 20)
+        let maxLines = max((size.rows ?? 25) - 1, 1)
         var lines = jobs.prefix(jobs.count > maxLines ? maxLines - 1 : maxLines).map {
             Self.barLine($0, gone: gone.contains($0.id), columns: columns, showName: showNames)
         }
@@ -103,7 +128,7 @@ final class ProgressRenderer {
         if drawnLines > 1 { text += "\u{1B}[\(drawnLines - 1)A" }
         text += lines.map { Self.truncate($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
         if lines.count < drawnLines { text += "\u{1B}[J" }
-        Console.write(text, to: stream)
+        write(text)
         drawnLines = lines.count
     }
 
@@ -174,7 +199,8 @@ final class ProgressRenderer {
         return String(line.prefix(max(columns - 1, 0))) + "…"
     }
 
-    private static func now() -> Double {
+    /// Monotonic seconds (`CLOCK_MONOTONIC`).
+    static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9

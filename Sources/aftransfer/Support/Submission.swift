@@ -1,59 +1,62 @@
 import Foundation
 import TransferCore
 
-/// Queues the requests of `download` and `upload`, all or nothing, and reports them as asked:
-/// ids (or job objects with `--json`) on stdout, then with `--wait` progress on stderr and the
-/// outcome as the exit status.
+/// Queues the requests of `download` and `upload` and reports them as asked: ids (or job objects
+/// with `--json`) on stdout, then with `--wait` progress on stderr and the outcome as the exit
+/// status. A single request goes by `transfer.add`; a list by `transfer.addMany`, which queues all
+/// of it or nothing (the daemon decides).
 struct Submission {
     /// One request and where it came from, for messages (`urls.txt line 3`), or nil for the
     /// command line.
     struct Item {
+        /// Where the request came from, for messages, or nil for the command line.
         var origin: String?
+        /// The request.
         var request: TransferRequest
     }
 
+    /// The requests, in order (a list's lines, or the one of the command line).
     var items: [Item]
+    /// How to report the new jobs.
     var options: TransferOptions
+    /// Where the daemon is.
     var global: GlobalOptions
 
-    /// Validates every request before anything is queued, then queues them in order.
-    /// - Throws: ``CLIFailure`` (exit 2) naming the first refused item; nothing stays queued.
+    /// Whether the requests come from a list (`-i`): sent by `transfer.addMany`, printed as a list.
+    var isList: Bool { items.count != 1 || items[0].origin != nil }
+
+    /// Validates every request before the daemon is contacted, then queues them.
+    /// - Throws: ``CLIFailure`` (exit 2) naming the first refused item; nothing is queued then.
     func run() throws {
         // Checked here first too, so that refused input does not start a daemon.
         for item in items {
             do {
                 _ = try RequestValidator.validate(item.request)
-            } catch let error as RPCError {
-                throw CLIFailure.usage(Self.prefix(item.origin) + error.message)
+            } catch {
+                throw CLIFailure.usage(Self.prefix(item.origin) + Self.message(of: error))
             }
         }
         let client = try global.connect()
-        var added: [JSONValue] = []
-        var jobs: [JobSnapshot] = []
-        for item in items {
-            do {
-                let value = try client.call(method: RPCMethod.add, params: JSONValue(encoding: item.request))
-                added.append(value)
-                jobs.append(try value.decode(as: JobSnapshot.self))
-            } catch let error as RPCError {
-                Self.rollBack(jobs.map(\.id), client: client)
-                throw CLIFailure(error.exitStatus, Self.prefix(item.origin) + error.message)
-            } catch {
-                Self.rollBack(jobs.map(\.id), client: client)
-                throw error
-            }
-        }
-
-        if !options.wait {
-            if options.json {
-                try JSONOutput.print(items.count == 1 && items[0].origin == nil ? added[0] : .array(added))
+        let added: [JSONValue]
+        do {
+            if isList {
+                added = try addMany(client: client)
             } else {
-                Console.out(jobs.map { String($0.id) }.joined(separator: "\n"))
+                // `.some`: the untyped call, not the generic one that would re-encode the result.
+                let params = try JSONValue(encoding: items[0].request)
+                added = [try client.call(method: RPCMethod.add, params: .some(params))]
             }
+        } catch let error as RPCError {
+            throw CLIFailure(error.exitStatus, Self.prefix(origin(of: error)) + error.message)
+        }
+        if !options.json { Console.out(try Self.ids(of: added).map(String.init).joined(separator: "\n")) }
+        if !options.wait {
+            if options.json { try JSONOutput.print(isList ? .array(added) : added[0]) }
             return
         }
 
-        if !options.json { Console.out(jobs.map { String($0.id) }.joined(separator: "\n")) }
+        // Decoded once as a whole: one decoder for thousands of jobs, not one each.
+        let jobs = try JSONValue.array(added).decode(as: [JobSnapshot].self)
         let follower = JobFollower(client: client, jobs: jobs)
         let renderer = ProgressRenderer(stream: .stderr, showNames: jobs.count > 1)
         do {
@@ -69,15 +72,81 @@ struct Submission {
                 let fresh = try? client.call(method: RPCMethod.get, params: JSONValue(encoding: GetParams(id: job.id)))
                 return try fresh ?? JSONValue(encoding: job)
             }
-            try JSONOutput.print(items.count == 1 && items[0].origin == nil ? finalObjects[0] : .array(finalObjects))
+            try JSONOutput.print(isList ? .array(finalObjects) : finalObjects[0])
         }
         if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
     }
 
-    /// Removes jobs queued before a later one was refused, so that a list is all or nothing.
-    private static func rollBack(_ ids: [Int64], client: RPCClient) {
-        guard !ids.isEmpty else { return }
-        _ = try? client.call(method: RPCMethod.remove, params: JSONValue(encoding: ControlParams(ids: ids)))
+    /// Queues every item with `transfer.addMany`: in one message when it fits, else in parts of
+    /// one batch on this connection (``BatchSplitter``).
+    /// - Returns: the new jobs' objects, in the items' order.
+    private func addMany(client: RPCClient) throws -> [JSONValue] {
+        // One conversion for the whole list (one encoder and decoder, not one each).
+        guard case .array(let requests) = try JSONValue(encoding: items.map(\.request)) else {
+            preconditionFailure("an array encodes as a JSON array")
+        }
+        let overheads = try BatchSplitter.overheads()
+        let encoder = JSONEncoder()
+        let plan: BatchSplitter.Plan
+        do {
+            plan = try BatchSplitter().plan(
+                sizes: requests.map { try BatchSplitter.size(of: $0, encoder: encoder) },
+                singleOverhead: overheads.single, partOverhead: overheads.part)
+        } catch let error as BatchSplitter.RequestTooLarge {
+            throw CLIFailure.usage(
+                Self.prefix(items[error.index].origin) + "the request is too large (\(error.size) bytes encoded)")
+        }
+        let result: JSONValue
+        switch plan {
+        case .single:
+            result = try client.call(method: BatchSplitter.method, params: .some(BatchSplitter.singleParams(requests)))
+        case .parts(let ranges):
+            let batch = BatchSplitter.newBatchID()
+            var last = JSONValue.null
+            for (number, range) in ranges.enumerated() {
+                let final = number == ranges.count - 1
+                last = try client.call(
+                    method: BatchSplitter.method,
+                    params: .some(
+                        BatchSplitter.partParams(batch: batch, requests: Array(requests[range]), final: final)))
+                if !final, last["received"] != .int(Int64(range.upperBound)) {
+                    throw ClientError.protocolViolation(
+                        "a \(BatchSplitter.method) part acknowledged as \(last["received"].map { "\($0)" } ?? "nothing"), not \(range.upperBound) requests"
+                    )
+                }
+            }
+            result = last
+        }
+        guard case .array(let jobs)? = result["jobs"], jobs.count == items.count else {
+            throw ClientError.protocolViolation("a \(BatchSplitter.method) result without one job per request")
+        }
+        return jobs
+    }
+
+    /// The ids of the new jobs' objects.
+    private static func ids(of jobs: [JSONValue]) throws -> [Int64] {
+        try jobs.map { job in
+            guard case .int(let id)? = job["id"] else {
+                throw ClientError.protocolViolation("a job object without an id")
+            }
+            return id
+        }
+    }
+
+    /// The item a refusal names (`data.index`, counted from 0 across the whole batch), or nil.
+    private func origin(of error: RPCError) -> String? {
+        guard case .int(let index)? = error.data?["index"], index >= 0, index < items.count else { return nil }
+        return items[Int(index)].origin
+    }
+
+    /// The message of a refusal, whichever error type the library threw it as.
+    static func message(of error: Error) -> String {
+        switch error {
+        case let error as TransferError: return error.message
+        case let error as RPCError: return error.message
+        case let error as CLIFailure: return error.message ?? "refused"
+        default: return "\(error)"
+        }
     }
 
     private static func prefix(_ origin: String?) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import TransferCore
 
 #if canImport(Glibc)
     @preconcurrency import Glibc
@@ -6,23 +7,21 @@ import Foundation
 
 /// Connects the CLI to its daemon, starting `aftransferd` for the same home when none answers
 /// (SPEC "The CLI": autostart).
-public enum DaemonLauncher {
+enum DaemonLauncher {
     /// How long to wait for a started daemon's socket to answer, in seconds.
-    public static let defaultStartTimeout: Double = 5
+    static let defaultStartTimeout: Double = 5
     /// The daemon's executable name.
-    public static let daemonName = "aftransferd"
+    static let daemonName = "aftransferd"
 
     /// glibc's `POSIX_SPAWN_SETSID` (`<spawn.h>`, 2.26+): hidden from Swift behind `__USE_GNU`.
     private static let posixSpawnSetsid: Int32 = 0x80
 
     /// Why the daemon could not be started.
-    public struct LaunchError: Error, Sendable, CustomStringConvertible {
+    struct LaunchError: Error, Sendable, CustomStringConvertible {
         /// A message for people.
-        public var message: String
+        var message: String
         /// A message for people.
-        public var description: String { message }
-        /// The CLI's exit status: 3, the daemon could not be started.
-        public var exitStatus: Int32 { 3 }
+        var description: String { message }
     }
 
     /// Connects to the daemon of `paths`, starting it first if nothing answers and `autostart` is on.
@@ -32,7 +31,7 @@ public enum DaemonLauncher {
     ///   - timeout: how long to wait for a started daemon, ``defaultStartTimeout`` by default.
     /// - Throws: ``ClientError/unreachable(path:reason:)`` when nothing answers and autostart is off;
     ///   ``LaunchError`` when the daemon cannot be started or does not answer in time.
-    public static func connect(
+    static func connect(
         paths: Paths, autostart: Bool, timeout: Double = DaemonLauncher.defaultStartTimeout
     ) throws -> RPCClient {
         do {
@@ -49,7 +48,7 @@ public enum DaemonLauncher {
     /// (0700) first.
     /// - Parameter paths: the home and socket to start the daemon for.
     /// - Returns: the daemon's pid.
-    public static func spawn(paths: Paths) throws -> pid_t {
+    static func spawn(paths: Paths) throws -> pid_t {
         guard let executable = locateDaemon() else {
             throw LaunchError(
                 message: "cannot start the daemon: \(daemonName) is neither next to this program nor on PATH")
@@ -95,7 +94,7 @@ public enum DaemonLauncher {
 
     /// Where `aftransferd` is: next to this program (`/proc/self/exe`), else on `PATH`.
     /// - Returns: an executable path, or nil when there is none.
-    public static func locateDaemon() -> String? {
+    static func locateDaemon() -> String? {
         var candidates: [String] = []
         if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             candidates.append((me as NSString).deletingLastPathComponent + "/" + daemonName)

@@ -1,0 +1,57 @@
+import XCTest
+
+@testable import aftransfer
+
+final class HumanFormatTests: XCTestCase {
+    func testThatSizesBelowOneKibibyteAreShownInBytes() {
+        XCTAssertEqual(HumanFormat.bytes(0), "0 B")
+        XCTAssertEqual(HumanFormat.bytes(1023), "1023 B")
+    }
+
+    func testThatSizesAreShownInPowersOf1024WithOneDecimal() {
+        XCTAssertEqual(HumanFormat.bytes(1024), "1.0 KiB")
+        XCTAssertEqual(HumanFormat.bytes(1536), "1.5 KiB")
+        XCTAssertEqual(HumanFormat.bytes(12_897_485), "12.3 MiB")
+        XCTAssertEqual(HumanFormat.bytes(5 * 1024 * 1024 * 1024), "5.0 GiB")
+    }
+
+    func testThatASizeThatWouldRoundTo1024OfAUnitIsShownInTheNextUnit() {
+        XCTAssertEqual(HumanFormat.bytes(1024 * 1024 - 1), "1.0 MiB")
+    }
+
+    func testThatRatesAreSizesPerSecondAndZeroOrNonsenseIsZero() {
+        XCTAssertEqual(HumanFormat.rate(4.5 * 1024 * 1024), "4.5 MiB/s")
+        XCTAssertEqual(HumanFormat.rate(0), "0 B/s")
+        XCTAssertEqual(HumanFormat.rate(-3), "0 B/s")
+        XCTAssertEqual(HumanFormat.rate(.infinity), "0 B/s")
+        XCTAssertEqual(HumanFormat.rate(.nan), "0 B/s")
+    }
+
+    func testThatDurationsUseTheTwoLargestUnitsAndRoundUp() {
+        XCTAssertEqual(HumanFormat.duration(0), "0s")
+        XCTAssertEqual(HumanFormat.duration(6.2), "7s")
+        XCTAssertEqual(HumanFormat.duration(65), "1m05s")
+        XCTAssertEqual(HumanFormat.duration(2 * 3600 + 3 * 60), "2h03m")
+        XCTAssertEqual(HumanFormat.duration(3 * 86400 + 4 * 3600), "3d04h")
+    }
+
+    func testThatAnUnknownOrNegativeDurationIsTwoDashes() {
+        XCTAssertEqual(HumanFormat.duration(nil), "--")
+        XCTAssertEqual(HumanFormat.duration(-1), "--")
+        XCTAssertEqual(HumanFormat.duration(.infinity), "--")
+    }
+
+    func testThatPercentagesRoundDownAndNeverShowOneHundredBeforeTheEnd() {
+        XCTAssertEqual(HumanFormat.percent(0.456), "45%")
+        XCTAssertEqual(HumanFormat.percent(0.9999), "99.9%")
+        XCTAssertEqual(HumanFormat.percent(1), "100%")
+        XCTAssertEqual(HumanFormat.percent(1.5), "100%")
+        XCTAssertEqual(HumanFormat.percent(nil), "--")
+    }
+
+    func testThatTimingsBelowASecondAreInMillisecondsAndAboveInSeconds() {
+        XCTAssertEqual(HumanFormat.timing(0.0012), "1ms")
+        XCTAssertEqual(HumanFormat.timing(1.2), "1.20s")
+        XCTAssertEqual(HumanFormat.timing(nil), "-")
+    }
+}
