@@ -3,6 +3,7 @@ import TransferCore
 /// Job objects for the rendering tests: a download of `url` with the fields people see, the rest
 /// at their resting values.
 enum JobFixture {
+    /// A job object; every parameter has a plain default.
     static func job(
         id: Int64 = 1, kind: JobKind = .download, url: String = "http://example.com/files/big.iso",
         state: TransferState = .queued, destination: String? = "/data/big.iso", bytes: Int64 = 0,

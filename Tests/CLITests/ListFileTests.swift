@@ -29,6 +29,17 @@ final class ListFileTests: XCTestCase {
         XCTAssertEqual(list.entries.last?.file, "b.bin")
     }
 
+    func testThatEveryKindOfLineEndCountsAsOneLine() {
+        let list = ListFile(text: "http://a/1\rhttp://a/2\u{2028}http://a/3\r\n\u{0B}http://a/4\u{85}\u{0C}http://a/5")
+        XCTAssertEqual(list.entries.map(\.line), [1, 2, 3, 5, 7])
+        XCTAssertEqual(list.entries.map(\.url), (1...5).map { "http://a/\($0)" })
+    }
+
+    func testThatUnicodeSpacesAroundTheURLAndTheNameAreTrimmed() {
+        let list = ListFile(text: "\u{00A0}http://a/é\u{3000}\t\u{2003}ü.bin\u{00A0}\r\n")
+        XCTAssertEqual(list.entries, [ListFile.Entry(line: 1, url: "http://a/é", file: "ü.bin")])
+    }
+
     func testThatAListOfOnlyCommentsHasNoEntries() {
         XCTAssertEqual(ListFile(text: "# nothing\n\n#more").entries, [])
     }

@@ -12,6 +12,7 @@ struct ListCommand: ParsableCommand {
             valueName: "state"))
     var state: TransferState?
 
+    /// `--limit N`: only the first N jobs, in the list's order (after `--state`).
     @Option(help: ArgumentHelp("Only the first N jobs (oldest first).", valueName: "n"))
     var limit: Int?
 
@@ -21,6 +22,7 @@ struct ListCommand: ParsableCommand {
     @OptionGroup(title: "Global options")
     var global: GlobalOptions
 
+    /// Refuses a `--limit` below 1 (exit 2).
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more.") }
     }
