@@ -6,7 +6,8 @@ import TransferCore
 #endif
 
 /// Follows jobs until they end, for `watch`, `wait` and `--wait`: subscribes to their events,
-/// and polls `transfer.get` once a second in case an event is missed (or the daemon has no events).
+/// and polls `transfer.get` in case an event is missed (or the daemon has no events): every job once
+/// after subscribing, then only jobs not heard of for a while, a bounded number a second.
 final class JobFollower {
     /// How often each unfinished job is polled, in seconds.
     static let pollInterval = 1.0
@@ -18,11 +19,29 @@ final class JobFollower {
     private(set) var jobs: [JobSnapshot]
     /// Ids of jobs that were removed while followed.
     private(set) var gone: Set<Int64> = []
+    /// Each job's place in ``jobs``.
+    private var index: [Int64: Int] = [:]
+    /// When each job was last heard of (monotonic seconds).
+    private var heard: [Int64: Double] = [:]
+    /// Whether every job was asked for once after subscribing (closing the window in which an
+    /// event could be missed).
+    private var caughtUp = false
 
-    /// Creates a follower for `jobs` (their current objects) over `client`.
-    init(client: RPCClient, jobs: [JobSnapshot]) {
+    /// Whether `client` subscribed to every job's events before these jobs were queued.
+    private let subscribedBefore: Bool
+
+    /// Creates a follower for `jobs` (their current objects) over `client`; `subscribed` when the
+    /// client subscribed to all events before the jobs were queued (nothing to catch up on).
+    init(client: RPCClient, jobs: [JobSnapshot], subscribed: Bool = false) {
         self.client = client
         self.jobs = jobs
+        self.subscribedBefore = subscribed
+        caughtUp = subscribed
+        let now = Self.now()
+        for (i, job) in jobs.enumerated() {
+            index[job.id] = i
+            heard[job.id] = now
+        }
     }
 
     /// Whether every job has ended (or was removed).
@@ -40,11 +59,13 @@ final class JobFollower {
         onUpdate(self)
         if allEnded { return true }
         let deadline = timeout.map { Self.now() + $0 }
-        do {
-            let ids = jobs.map(\.id)
-            try client.call(method: RPCMethod.subscribe, params: JSONValue(encoding: SubscribeParams(ids: ids)))
-        } catch is RPCError {
-            // No events from this daemon: polling alone still works.
+        if !subscribedBefore {
+            do {
+                let ids = jobs.map(\.id)
+                try client.call(method: RPCMethod.subscribe, params: JSONValue(encoding: SubscribeParams(ids: ids)))
+            } catch is RPCError {
+                // No events from this daemon: polling alone still works.
+            }
         }
         var lastPoll = -Double.infinity
         var ended = false
@@ -52,7 +73,7 @@ final class JobFollower {
             switch event {
             case .progress(let job):
                 // A progress event read before a poll's answer may be older than it.
-                if let known = jobs.first(where: { $0.id == job.id }), !known.state.isFinal { record(job) }
+                if let i = index[job.id], !jobs[i].state.isFinal { record(job) }
             case .state(let job):
                 record(job)
             case .notification:
@@ -75,7 +96,12 @@ final class JobFollower {
     }
 
     private func poll() throws {
+        let now = Self.now()
+        var asked = 0
         for job in jobs where !job.state.isFinal && !gone.contains(job.id) {
+            if caughtUp && now - (heard[job.id] ?? 0) < Self.quietInterval { continue }
+            if caughtUp && asked >= Self.pollBatch { break }
+            asked += 1
             do {
                 let fresh = try client.call(method: RPCMethod.get, params: GetParams(id: job.id), as: JobSnapshot.self)
                 record(fresh)
@@ -83,11 +109,18 @@ final class JobFollower {
                 gone.insert(job.id)
             }
         }
+        caughtUp = true
     }
 
+    /// Seconds without news of a job before a poll asks for it again.
+    static let quietInterval = 5.0
+    /// The most jobs one poll asks for once caught up.
+    static let pollBatch = 64
+
     private func record(_ job: JobSnapshot) {
-        guard let index = jobs.firstIndex(where: { $0.id == job.id }) else { return }
-        jobs[index] = job
+        guard let i = index[job.id] else { return }
+        jobs[i] = job
+        heard[job.id] = Self.now()
     }
 
     private static func now() -> Double {

@@ -37,6 +37,9 @@ struct Submission {
             }
         }
         let client = try global.connect()
+        // With --wait, subscribe before queuing: no event of the new jobs can be missed, so the
+        // follower need not ask for each job to catch up (thousands of requests for a long list).
+        let subscribed = options.wait && (try? client.call(method: RPCMethod.subscribe, params: .some(.object([:])))) != nil
         let added: [JSONValue]
         do {
             if isList {
@@ -57,7 +60,7 @@ struct Submission {
 
         // Decoded once as a whole: one decoder for thousands of jobs, not one each.
         let jobs = try JSONValue.array(added).decode(as: [JobSnapshot].self)
-        let follower = JobFollower(client: client, jobs: jobs)
+        let follower = JobFollower(client: client, jobs: jobs, subscribed: subscribed)
         let renderer = ProgressRenderer(stream: .stderr, showNames: jobs.count > 1)
         do {
             _ = try follower.follow { renderer.update($0.jobs, gone: $0.gone) }
