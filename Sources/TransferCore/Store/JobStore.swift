@@ -126,7 +126,9 @@ public final class JobStore {
     /// One job with its history, or nil.
     public func job(_ id: Int64) throws -> JobRecord? {
         try db.read { db in
-            guard var r = try JobRecord.fetchOne(db, key: id) else { return nil }
+            // A cached statement: compiled (and authorized) once, not on every read.
+            let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
+            guard var r = try JobRecord.fetchOne(statement, arguments: [id]) else { return nil }
             r.history = try history(db, jobIds: [id])[id] ?? []
             return r
         }
