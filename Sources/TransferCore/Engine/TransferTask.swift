@@ -10,8 +10,10 @@ class TransferTask {
     /// The job's row, kept in step with every change the attempt or the engine writes.
     var record: JobRecord
     unowned let engine: AttemptHost
-    /// Where the attempt is.
-    var phase: AttemptPhase = .preparing
+    /// Where the attempt is. Entering `finishing` frees its transfer slot (``AttemptHost``).
+    var phase: AttemptPhase = .preparing {
+        didSet { if phase == .finishing && oldValue != .finishing { engine.attemptFinishing(self) } }
+    }
     /// The current easy handle (a new one per redirect hop).
     private(set) var easy: CurlEasy?
     /// The URL of the current hop.
@@ -145,12 +147,14 @@ class TransferTask {
 
     private func headerLine(_ raw: UnsafeRawBufferPointer) -> Bool {
         lastProgressAt = engine.loop.nowMillis
-        let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) : nil
+        // Parsed on bytes (header names are ASCII): Foundation's trimming cost more than the
+        // rest of a small download's bookkeeping.
+        let bytes = Self.trimmed(raw)
+        if bytes.starts(with: Self.httpPrefix) {
+            let parts = bytes.split(separator: 0x20, maxSplits: 2)
+            status = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
             headers = []
-        } else if line.isEmpty {
+        } else if bytes.isEmpty {
             // End of one response's headers; 1xx responses are followed by another.
             if let s = status, s >= 200, !((300..<400).contains(s) && header("location") != nil) {
                 // Belt and braces: the prerequest check has already passed for this hop.
@@ -161,12 +165,24 @@ class TransferTask {
                 responseHeadersComplete()
                 if abortError != nil { return false }
             }
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            headers.append((name, value))
+        } else if let colon = bytes.firstIndex(of: 0x3A) {
+            let name = String(decoding: Self.trimmed(UnsafeRawBufferPointer(rebasing: bytes[..<colon])), as: UTF8.self)
+            let value = Self.trimmed(UnsafeRawBufferPointer(rebasing: bytes[(colon + 1)...]))
+            headers.append((name.lowercased(), String(decoding: value, as: UTF8.self)))
         }
         return true
+    }
+
+    private static let httpPrefix = Array("HTTP/".utf8)
+
+    /// The bytes without leading and trailing ASCII white space (space, tab, CR, LF).
+    private static func trimmed(_ raw: UnsafeRawBufferPointer) -> Slice<UnsafeRawBufferPointer> {
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
+        var lo = raw.startIndex
+        var hi = raw.endIndex
+        while lo < hi && isSpace(raw[lo]) { lo += 1 }
+        while hi > lo && isSpace(raw[hi - 1]) { hi -= 1 }
+        return raw[lo..<hi]
     }
 
     /// The value of response header `name` (lowercase) of the current response.

@@ -42,6 +42,14 @@ public final class Sha256 {
         var md = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var len: UInt32 = 0
         EVP_DigestFinal_ex(ctx, &md, &len)
-        return md.prefix(Int(len)).map { String(format: "%02x", $0) }.joined()
+        // By hand: String(format:) per byte was 4% of the daemon's CPU with thousands of files.
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(Int(len) * 2)
+        for byte in md.prefix(Int(len)) {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

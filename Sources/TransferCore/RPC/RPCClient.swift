@@ -66,6 +66,8 @@ public final class RPCClient {
     private var buffer = LineBuffer(maximumLineLength: RPCClient.maximumLineLength)
     /// Notifications read while waiting for a response, delivered later by `streamEvents`.
     private var pending: [RPCEvent] = []
+    /// The first event of ``pending`` not yet handed out.
+    private var pendingHead = 0
 
     private init(fd: Int32, path: String, timeout: Double) {
         self.fd = fd
@@ -294,8 +296,14 @@ public final class RPCClient {
                 guard try onEvent(.tick) else { return }
                 continue
             }
-            if !pending.isEmpty {
-                let event = pending.removeFirst()
+            if pendingHead < pending.count {
+                // Taken by index, not removeFirst(): thousands of queued events stay O(1) each.
+                let event = pending[pendingHead]
+                pendingHead += 1
+                if pendingHead == pending.count {
+                    pending.removeAll(keepingCapacity: true)
+                    pendingHead = 0
+                }
                 guard try onEvent(event) else { return }
                 continue
             }

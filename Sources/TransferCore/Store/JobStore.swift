@@ -125,7 +125,9 @@ public final class JobStore {
 
     /// One job with its history, or nil.
     public func job(_ id: Int64) throws -> JobRecord? {
-        try db.read { db in
+        // One statement, so no explicit transaction: `read` wraps each call in statements that
+        // GRDB prepares (and authorizes) anew every time.
+        try db.inDatabase { db in
             // A cached statement: compiled (and authorized) once, not on every read.
             let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
             guard var r = try JobRecord.fetchOne(statement, arguments: [id]) else { return nil }
@@ -182,7 +184,7 @@ public final class JobStore {
     /// Up to `limit` jobs with an id above `after`, in id order, optionally in one state, as
     /// listings (what the job object needs), histories included. One index range scan a page.
     public func listings(state: TransferState?, after: Int64?, limit: Int) throws -> [JobListing] {
-        try db.read { db in
+        try db.inDatabase { db in
             var sql = """
                 SELECT id, kind, url, method, state, destination, durableBytes, total, attempts, httpStatus, error,
                        waitReason, nextRetryAt, json_extract(request, '$.insecure'), sha256, createdAt, updatedAt,

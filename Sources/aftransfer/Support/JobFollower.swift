@@ -42,7 +42,11 @@ final class JobFollower {
             index[job.id] = i
             heard[job.id] = now
         }
+        open = jobs.filter { !$0.state.isFinal }.count
     }
+
+    /// How many jobs have not ended (and were not removed).
+    private var open = 0
 
     /// Whether every job has ended (or was removed).
     var allEnded: Bool { jobs.allSatisfy { $0.state.isFinal || gone.contains($0.id) } }
@@ -69,6 +73,10 @@ final class JobFollower {
         }
         var lastPoll = -Double.infinity
         var ended = false
+        // Following many jobs, drawing (and checking whether all ended) after every event would
+        // cost O(jobs) per event: then it happens on ticks and when a job ends, at most 10 a second.
+        let many = jobs.count > Self.manyJobs
+        var lastUpdate = -Double.infinity
         try client.streamEvents(tickInterval: Self.tickInterval) { event in
             switch event {
             case .progress(let job):
@@ -84,8 +92,10 @@ final class JobFollower {
                     try poll()
                 }
             }
+            if many && open > 0 && Self.now() - lastUpdate < Self.minimumUpdateInterval { return true }
+            lastUpdate = Self.now()
             onUpdate(self)
-            if allEnded {
+            if open == 0 {
                 ended = true
                 return false
             }
@@ -106,11 +116,16 @@ final class JobFollower {
                 let fresh = try client.call(method: RPCMethod.get, params: GetParams(id: job.id), as: JobSnapshot.self)
                 record(fresh)
             } catch let error as RPCError where error.code == RPCErrorCode.notFound {
-                gone.insert(job.id)
+                if gone.insert(job.id).inserted { open -= 1 }
             }
         }
         caughtUp = true
     }
+
+    /// Above this many jobs, updates are drawn at most every ``minimumUpdateInterval``.
+    static let manyJobs = 50
+    /// Seconds between updates when following many jobs.
+    static let minimumUpdateInterval = 0.1
 
     /// Seconds without news of a job before a poll asks for it again.
     static let quietInterval = 5.0
@@ -119,6 +134,8 @@ final class JobFollower {
 
     private func record(_ job: JobSnapshot) {
         guard let i = index[job.id] else { return }
+        if !jobs[i].state.isFinal && !gone.contains(job.id) && job.state.isFinal { open -= 1 }
+        if jobs[i].state.isFinal && !job.state.isFinal { open += 1 }
         jobs[i] = job
         heard[job.id] = Self.now()
     }
