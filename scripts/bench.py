@@ -2,19 +2,45 @@
 """Benchmarks aftransfer against curl and aria2c, all measured in the same run (stdlib only).
 
 Called by scripts/bench, which installs the tools and builds the release binaries. Environment:
-  BENCH_BIN       directory holding the release aftransferd and aftransfer (required)
-  BENCH_SIZE_MB   size of the generated file in MiB (default 1024)
-  BENCH_RUNS      timed runs per tool (default 3)
-  BENCH_UPLOAD    0 skips the upload bench (default 1)
-  BENCH_KEEP      1 keeps the temp dir (default 0)
+  BENCH_BIN           directory holding the release aftransferd and aftransfer (required)
+  BENCH_CASES         which cases, comma-separated (default big,small,queue)
+  BENCH_KEEP          1 keeps the temp dir (default 0)
+ big: one large file
+  BENCH_SIZE_MB       size of the generated file in MiB (default 1024)
+  BENCH_RUNS          timed runs per tool (default 3)
+  BENCH_UPLOAD        0 skips the upload bench (default 1)
+ small: many small files, 16 at a time
+  BENCH_SMALL_SIZES   numbers of files, one sub-case each (default 200,2000)
+  BENCH_SMALL_RUNS    runs per tool and size (default 2)
+  BENCH_SMALL_KB      size of each file in KiB (default 16)
+  BENCH_SMALL_BUDGET  seconds before an aftransfer run is killed and failed (default 600)
+ queue: n jobs queued behind busy slots
+  BENCH_QUEUE_SIZES   queue sizes, one sub-case each (default 1000,10000,100000)
+  BENCH_QUEUE_BUSY    busy slots = the daemon's --max-active (default 2)
+  BENCH_STEP_BUDGET   seconds per step (enqueue, list, each status) before it is killed (default 120)
+  BENCH_STATUS_RUNS   `status ID` calls per probe, median reported (default 7)
+  BENCH_IDLE_S        seconds over which the idle daemon's CPU is measured (default 10)
 
-Serves a generated file from nginx on 127.0.0.1 (a free port) and times each client from its
+big: serves a generated file from nginx on 127.0.0.1 (a free port) and times each client from its
 start to its exit. Peak memory: the child's ru_maxrss from wait4(2) (via GNU time) for curl and
 aria2c; for aftransfer, the daemon's VmHWM from /proc/PID/status read just before it is stopped
 (a fresh daemon and home per run). Every output's sha256 is checked once, after its run; a wrong
 file fails the bench (exit 1). The page cache cannot be dropped here, so the source is read once
 before the first run, and `sync` runs (untimed) before every run so no run pays for the previous
-one's dirty pages. Everything started here is stopped by PID. See docs/benchmarks.md.
+one's dirty pages.
+
+small: N generated files from the same nginx; `curl --parallel --parallel-max 16 -K CONFIG`,
+`aria2c -i LIST -j16` and `aftransfer download -i LIST -d DIR --wait` against a fresh
+`aftransferd --max-active 16`, interleaved; the daemon's CPU (/proc/PID/stat) per job; every file's
+sha256 checked.
+
+queue: a fresh `aftransferd --max-active B` whose B slots hold downloads that trickle at 8 B/s
+(nginx limit_rate), then one `download -i` of n URLs that are never fetched; times the enqueue,
+`list --json` (parsed and counted), `status ID` of a queued and a running job, reads VmHWM and the
+daemon's CPU over an idle interval. A step over its budget is killed and reported as "> budget"
+with how far it got; the bench always ends.
+
+Everything started here is stopped by PID. See docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -878,7 +904,14 @@ class Bench:
                     self.fail(f"queue n={n}: list --json has {len(jobs)} entries, want {res['queued']} + {busy}")
                 print(f"  list --json: {r['wall']:.3f} s, {res['list_bytes'] / MIB:.1f} MiB, {len(jobs)} entries "
                       f"{states}, CLI peak {fmt_mib(r['cli_maxrss'])} MiB", flush=True)
-                remove(out)
+                odd = [j for j in jobs if j.get("state") not in ("queued", "running")]
+                if odd:
+                    first = odd[0]
+                    self.notes.append(f"queue n={n}: {len(odd)} jobs neither queued nor running, e.g. id "
+                                      f"{first.get('id')} {first.get('state')}: {json.dumps(first.get('error'))[:300]}")
+                del jobs
+                if os.environ.get("BENCH_KEEP") != "1":
+                    remove(out)
             if "queued" not in res:
                 res["queued"] = None  # unknown: both the enqueue and the list ran over budget
 
@@ -938,7 +971,7 @@ class Bench:
               f"every step has a budget of {b:.0f} s; status: median of {self.status_runs} calls")
         print()
         print("| n | enqueue (s) | jobs/s | daemon CPU ms/job | list --json (s) | list (MiB) | entries "
-              "| status queued (ms) | status running (ms) | daemon VmHWM (MiB) | CPU over idle "
+              "| status queued, median (ms) | status running, median (ms) | daemon VmHWM (MiB) | CPU over idle "
               f"{self.idle_s:.0f} s (s) |")
         print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for res in self.queue_results:
@@ -963,7 +996,9 @@ class Bench:
             def ms(key: str) -> str:
                 if key not in res:
                     return "—"
-                return f"> {b * 1000:.0f}" if res[key] is None else f"{res[key] * 1000:.1f}"
+                if res[key] is None:
+                    return f"> {b * 1000:.0f}"
+                return f"{res[key] * 1000:.1f} (max {max(res[key + '_all']) * 1000:.0f})"
             cells = [f"{n:,}", enq, rate, cpu, lst,
                      f"{res['list_bytes'] / MIB:.1f}" if "list_bytes" in res else "—",
                      f"{res['entries']:,}" if "entries" in res else "—",
