@@ -151,7 +151,7 @@ def timed(argv: list[str], stdout: int = DEVNULL, stderr: int = DEVNULL,
             lines = [l for l in f.read().splitlines() if l.strip()]
     finally:
         os.unlink(report)
-    if killed.is_set():
+    if killed.is_set() and os.WIFSIGNALED(status):  # not a timer that fired just as it exited
         return {"wall": wall, "rc": None, "killed": True, "maxrss": None, "cpu": None}
     maxrss_kib, utime, stime = lines[-1].split()
     return {
