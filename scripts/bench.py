@@ -2,24 +2,53 @@
 """Benchmarks aftransfer against curl and aria2c, all measured in the same run (stdlib only).
 
 Called by scripts/bench, which installs the tools and builds the release binaries. Environment:
-  BENCH_BIN       directory holding the release aftransferd and aftransfer (required)
-  BENCH_SIZE_MB   size of the generated file in MiB (default 1024)
-  BENCH_RUNS      timed runs per tool (default 3)
-  BENCH_UPLOAD    0 skips the upload bench (default 1)
-  BENCH_KEEP      1 keeps the temp dir (default 0)
+  BENCH_BIN           directory holding the release aftransferd and aftransfer (required)
+  BENCH_CASES         which cases, comma-separated (default big,small,queue)
+  BENCH_KEEP          1 keeps the temp dir (default 0)
+ big: one large file
+  BENCH_SIZE_MB       size of the generated file in MiB (default 1024)
+  BENCH_RUNS          timed runs per tool (default 3)
+  BENCH_UPLOAD        0 skips the upload bench (default 1)
+ small: many small files, 16 at a time
+  BENCH_SMALL_SIZES   numbers of files, one sub-case each (default 200,2000)
+  BENCH_SMALL_RUNS    runs per tool and size (default 2)
+  BENCH_SMALL_KB      size of each file in KiB (default 16)
+  BENCH_SMALL_BUDGET  seconds before an aftransfer run is killed and failed (default 600)
+  BENCH_PERF          DIR: `perf record -g` the daemon during each aftransfer run, into DIR
+                      (for profiling only: perf distorts the timings of those runs)
+ queue: n jobs queued behind busy slots
+  BENCH_QUEUE_SIZES   queue sizes, one sub-case each (default 1000,10000,100000)
+  BENCH_QUEUE_BUSY    busy slots = the daemon's --max-active (default 2)
+  BENCH_STEP_BUDGET   seconds per step (enqueue, list, each status) before it is killed (default 120)
+  BENCH_STATUS_RUNS   `status ID` calls per probe, median reported (default 7)
+  BENCH_IDLE_S        seconds over which the idle daemon's CPU is measured (default 10)
 
-Serves a generated file from nginx on 127.0.0.1 (a free port) and times each client from its
+big: serves a generated file from nginx on 127.0.0.1 (a free port) and times each client from its
 start to its exit. Peak memory: the child's ru_maxrss from wait4(2) (via GNU time) for curl and
 aria2c; for aftransfer, the daemon's VmHWM from /proc/PID/status read just before it is stopped
 (a fresh daemon and home per run). Every output's sha256 is checked once, after its run; a wrong
 file fails the bench (exit 1). The page cache cannot be dropped here, so the source is read once
 before the first run, and `sync` runs (untimed) before every run so no run pays for the previous
-one's dirty pages. Everything started here is stopped by PID. See docs/benchmarks.md.
+one's dirty pages.
+
+small: N generated files from the same nginx; `curl --parallel --parallel-max 16 -K CONFIG`,
+`aria2c -i LIST -j16` and `aftransfer download -i LIST -d DIR --wait` against a fresh
+`aftransferd --max-active 16`, interleaved; the daemon's CPU (/proc/PID/stat) per job; every file's
+sha256 checked.
+
+queue: a fresh `aftransferd --max-active B` whose B slots hold downloads that trickle at 64 B/s
+(nginx limit_rate), then one `download -i` of n URLs that are never fetched; times the enqueue,
+`list --json` (parsed and counted), `status ID` of a queued and a running job, reads VmHWM and the
+daemon's CPU over an idle interval. A step over its budget is killed and reported as "> budget"
+with how far it got; the bench always ends.
+
+Everything started here is stopped by PID. See docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -28,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 MIB = 1024 * 1024
@@ -77,15 +107,22 @@ def stop_all() -> None:
         stop(proc, grace=5.0)
 
 
-def timed(argv: list[str], stdout: int = DEVNULL, stderr: int = DEVNULL) -> dict:
+def timed(argv: list[str], stdout: int = DEVNULL, stderr: int = DEVNULL,
+          budget: float | None = None) -> dict:
     """Runs argv as a fresh child under GNU time; returns wall seconds, exit status, peak RSS
     (the child's ru_maxrss from wait4) and user+sys CPU seconds.
+
+    With `budget` (seconds), a run still going after it is stopped: SIGKILL to the process group
+    of GNU time and its child (the group's id is the PID we spawned). It then returns
+    `killed: True`, `rc: None` and no RSS/CPU (GNU time dies with its child and reports nothing).
 
     Not os.wait4 on a child spawned from here: Linux carries the hiwater RSS of the address space
     a process exec()s from into its ru_maxrss, so every child of this Python (tens of MiB after
     hashing) would report at least Python's peak. GNU time forks from a ~2 MiB process."""
     fd, report = tempfile.mkstemp(prefix="time.", dir=_tmp_dir)
     os.close(fd)
+    killed = threading.Event()
+    timer = None
     try:
         full = [TIME, "-f", "%M %U %S", "-o", report, *argv]
         global _timed_pid
@@ -95,17 +132,32 @@ def timed(argv: list[str], stdout: int = DEVNULL, stderr: int = DEVNULL) -> dict
             file_actions=[(os.POSIX_SPAWN_DUP2, DEVNULL, 0), (os.POSIX_SPAWN_DUP2, stdout, 1),
                           (os.POSIX_SPAWN_DUP2, stderr, 2)])
         _timed_pid = pid
+        if budget is not None:
+            def over_budget() -> None:
+                killed.set()
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            timer = threading.Timer(budget, over_budget)
+            timer.daemon = True
+            timer.start()
         _, status, _ = os.wait4(pid, 0)
         wall = time.perf_counter() - t0
+        if timer is not None:
+            timer.cancel()
         _timed_pid = None
         with open(report) as f:
             lines = [l for l in f.read().splitlines() if l.strip()]
     finally:
         os.unlink(report)
+    if killed.is_set() and os.WIFSIGNALED(status):  # not a timer that fired just as it exited
+        return {"wall": wall, "rc": None, "killed": True, "maxrss": None, "cpu": None}
     maxrss_kib, utime, stime = lines[-1].split()
     return {
         "wall": wall,
         "rc": os.waitstatus_to_exitcode(status),
+        "killed": False,
         "maxrss": int(maxrss_kib) * 1024,
         "cpu": float(utime) + float(stime),
     }
@@ -188,7 +240,7 @@ master_process on;
 worker_processes 1;
 pid {work}/nginx/nginx.pid;
 error_log {work}/nginx/error.log warn;
-events {{ worker_connections 256; }}
+events {{ worker_connections 1024; }}
 http {{
   log_format bench '$request_method $uri $status $request_length $content_length $bytes_sent';
   access_log {work}/nginx/access.log bench;
@@ -205,6 +257,12 @@ http {{
     # checked. (`return 201` would be cheaper, but nginx then discards the body unseen:
     # $request_length stays at the header size and nothing proves the bytes arrived.)
     location /dav/ {{ root {work}; dav_methods PUT; }}
+    # Busy slots for the queue case: 64 bytes/s from the first byte (headers included; nginx
+    # renews the allowance once a second), so a 1 MiB file takes 4.5 hours and the body's bytes
+    # arrive every second, never "stalled" (< 1 byte/s for 30 s). Not sendfile: it sends whole
+    # pages (a 4 KiB burst leaves the allowance negative for a minute); nor limit_rate_after (the
+    # same overshoot).
+    location /trickle/ {{ sendfile off; limit_rate 64; }}
   }}
 }}
 """
@@ -242,12 +300,12 @@ def access_log(work: str) -> list[list[str]]:
 class Daemon:
     """A fresh aftransferd with its own home, started before the timed CLI call."""
 
-    def __init__(self, bin_dir: str, home: str):
+    def __init__(self, bin_dir: str, home: str, args: tuple[str, ...] = ()):
         self.bin_dir = bin_dir
         self.home = home
         os.makedirs(home, mode=0o700, exist_ok=True)
         self.log = open(f"{home}.daemon.log", "w")
-        self.proc = subprocess.Popen([f"{bin_dir}/aftransferd", "--home", home],
+        self.proc = subprocess.Popen([f"{bin_dir}/aftransferd", "--home", home, *args],
                                      stdin=DEVNULL, stdout=self.log, stderr=self.log)
         _started.append(self.proc)
         deadline = time.monotonic() + 20
@@ -263,23 +321,46 @@ class Daemon:
     def cli(self, *args: str) -> list[str]:
         return [f"{self.bin_dir}/aftransfer", *args, "--home", self.home, "--no-autostart"]
 
-    def run(self, *args: str, log: str | None = None) -> dict:
-        """Times one CLI call; adds the daemon's CPU seconds spent meanwhile and its VmHWM."""
+    def run(self, *args: str, log: str | None = None, out: str | None = None,
+            budget: float | None = None) -> dict:
+        """Times one CLI call; adds the daemon's CPU seconds spent meanwhile and its VmHWM.
+
+        stdout goes to `out` if given (else to `log`), stderr to `log`. With `budget`, a call still
+        running after that many seconds is killed (see `timed`): `killed` is then True, and `cpu`
+        counts the daemon only."""
+        self.check_alive()
         cpu0 = proc_cpu(self.proc.pid)
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if log else DEVNULL
+        fds = []
+        def open_w(path: str) -> int:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fds.append(fd)
+            return fd
+        err = open_w(log) if log else DEVNULL
+        stdout = open_w(out) if out else err
         try:
-            r = timed(self.cli(*args), stdout=out, stderr=out)
+            r = timed(self.cli(*args), stdout=stdout, stderr=err, budget=budget)
         finally:
-            if log:
-                os.close(out)
+            for fd in fds:
+                os.close(fd)
+        self.check_alive()
+        r["daemon_cpu"] = proc_cpu(self.proc.pid) - cpu0
         r["cli_maxrss"] = r["maxrss"]
         r["cli_cpu"] = r["cpu"]
-        r["cpu"] += proc_cpu(self.proc.pid) - cpu0
+        r["cpu"] = (r["cpu"] or 0.0) + r["daemon_cpu"]
         r["maxrss"] = proc_status(self.proc.pid, "VmHWM")  # just before stopping it
         r["rss_anon"] = proc_status(self.proc.pid, "RssAnon")
         r["rss_file"] = proc_status(self.proc.pid, "RssFile")
         r["idle_rss"] = self.idle_rss
         return r
+
+    def check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise Failure(f"aftransferd exited with status {self.proc.returncode} "
+                          f"(see {self.home}.daemon.log)")
+
+    def cpu(self) -> float:
+        self.check_alive()
+        return proc_cpu(self.proc.pid)
 
     def stop(self) -> None:
         stop(self.proc)
@@ -309,6 +390,11 @@ class Bench:
         self.failures: list[str] = []
         self.notes: list[str] = []
         self.upload_skipped: str | None = None
+        self.cases = [c.strip() for c in os.environ.get("BENCH_CASES", "big,small,queue").split(",") if c.strip()]
+        for c in self.cases:
+            if c not in ("big", "small", "queue"):
+                raise SystemExit(f"bench.py: unknown case {c!r} in BENCH_CASES (big, small, queue)")
+        self.budget = float(os.environ.get("BENCH_STEP_BUDGET", "120"))
 
     # -- bookkeeping
 
@@ -342,17 +428,22 @@ class Bench:
     # -- setup
 
     def setup(self) -> None:
-        www = f"{self.work}/www"
-        os.makedirs(www)
-        os.chmod(www, 0o755)
-        self.src = f"{www}/bench.bin"
+        """nginx on a free port of 127.0.0.1, serving `www/` (and the trickle, and the DAV sink)."""
+        self.www = f"{self.work}/www"
+        os.makedirs(self.www)
+        os.chmod(self.www, 0o755)
+        self.out_dir = f"{self.work}/out"
+        os.makedirs(self.out_dir)
+        os.makedirs(f"{self.work}/lists")
+        self.nginx, self.port = start_nginx(self.work)
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def setup_big(self) -> None:
+        self.src = f"{self.www}/bench.bin"
         print(f"== generating {self.size // MIB} MiB in {self.work}", flush=True)
         self.want = generate(self.src, self.size)
         os.chmod(self.src, 0o644)
-        self.nginx, self.port = start_nginx(self.work)
-        self.url = f"http://127.0.0.1:{self.port}/bench.bin"
-        self.out_dir = f"{self.work}/out"
-        os.makedirs(self.out_dir)
+        self.url = f"{self.base}/bench.bin"
         # warm-up: the source in the page cache (it cannot be dropped), nginx's first request done
         print("== warm-up read of the source and one request", flush=True)
         with open(self.src, "rb", buffering=0) as f:
@@ -536,20 +627,434 @@ class Bench:
                       f"| {sa['rss'] / sb['rss']:.2f}× |")
         if self.upload_skipped:
             print(f"\nUpload bench skipped: {self.upload_skipped}")
-        if self.failures:
-            print("\nVERIFICATION FAILED:")
-            for f in self.failures:
-                print(f"  - {f}")
+        print(flush=True)
+
+    # -- many small files (issue "The engine, rebuilt": 2,000 × 16 KiB, 16 slots)
+
+    SMALL_TOOLS = ("curl --parallel", "aria2c -j16", "aftransfer")
+
+    def small_setup(self) -> None:
+        self.small_sizes = [int(x) for x in os.environ.get("BENCH_SMALL_SIZES", "200,2000").split(",") if x.strip()]
+        self.small_runs_n = int(os.environ.get("BENCH_SMALL_RUNS", "2"))
+        self.small_bytes = int(os.environ.get("BENCH_SMALL_KB", "16")) * 1024
+        self.small_budget = float(os.environ.get("BENCH_SMALL_BUDGET", "600"))
+        self.small_results: dict[tuple[int, str], list[dict]] = {}
+        self.small_killed: dict[tuple[int, str], list[dict]] = {}
+        nmax = max(self.small_sizes)
+        d = f"{self.www}/small"
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o755)
+        print(f"== generating {nmax} files of {self.small_bytes // 1024} KiB in {d}", flush=True)
+        self.small_sha: list[str] = []
+        for i in range(nmax):
+            data = os.urandom(self.small_bytes)
+            path = f"{d}/{self.small_name(i)}"
+            with open(path, "wb") as f:
+                f.write(data)
+            os.chmod(path, 0o644)
+            self.small_sha.append(hashlib.sha256(data).hexdigest())
+        subprocess.run(["curl", "-s", "-o", "/dev/null", self.small_url(0)], check=True)
+
+    @staticmethod
+    def small_name(i: int) -> str:
+        return f"f{i:06d}.bin"
+
+    def small_url(self, i: int) -> str:
+        return f"{self.base}/small/{self.small_name(i)}"
+
+    def check_small(self, name: str, n: int, out: str) -> bool:
+        """Every one of the n files present with the right sha256, and nothing else left over."""
+        bad: list[str] = []
+        for i in range(n):
+            path = f"{out}/{self.small_name(i)}"
+            try:
+                with open(path, "rb") as f:
+                    got = hashlib.sha256(f.read()).hexdigest()
+            except FileNotFoundError:
+                bad.append(f"{self.small_name(i)} missing")
+                continue
+            if got != self.small_sha[i]:
+                bad.append(f"{self.small_name(i)} wrong ({os.path.getsize(path)} bytes)")
+        extra = sorted(set(os.listdir(out)) - {self.small_name(i) for i in range(n)})
+        if extra:
+            bad.append(f"{len(extra)} extra files, e.g. {extra[0]}")
+        if bad:
+            self.fail(f"{name} N={n}: {len(bad)} problems: {'; '.join(bad[:3])}")
+            return False
+        return True
+
+    def small_curl(self, n: int, lst: str, out: str, i: int) -> dict:
+        cfg = f"{self.work}/lists/curl-{n}-{i}.cfg"
+        with open(cfg, "w") as f:
+            for j in range(n):
+                f.write(f'url = "{self.small_url(j)}"\noutput = "{out}/{self.small_name(j)}"\n')
+        os.sync()
+        return timed(["curl", "-s", "--parallel", "--parallel-max", "16", "-K", cfg])
+
+    def small_aria2c(self, n: int, lst: str, out: str, i: int) -> dict:
+        return timed(["aria2c", "-i", lst, "-j16", "--file-allocation=none", "-d", out])
+
+    def small_aftransfer(self, n: int, lst: str, out: str, i: int) -> dict:
+        home = f"{self.work}/home-small-{n}-{i}"
+        d = Daemon(self.bin, home, ("--max-active", "16"))
+        perf = None
+        perf_dir = os.environ.get("BENCH_PERF")
+        if perf_dir:  # profile the daemon during the call (this distorts its timings)
+            os.makedirs(perf_dir, exist_ok=True)
+            data = os.path.abspath(f"{perf_dir}/perf-small-{n}-{i}.data")
+            perf = subprocess.Popen(["perf", "record", "-g", "-F", "999", "-p", str(d.proc.pid), "-o", data],
+                                    stdin=DEVNULL, stdout=DEVNULL, stderr=open(f"{home}.perf.log", "w"))
+            _started.append(perf)
+            time.sleep(1)  # perf attached before the clock starts
+        try:
+            r = d.run("download", "-i", lst, "-d", out, "--wait", log=f"{home}.cli.log", budget=self.small_budget)
+        finally:
+            if perf is not None:
+                stop(perf, sig=signal.SIGINT, grace=60)
+                print(f"  (perf attached to the daemon: {data})", flush=True)
+            d.stop()
+        if not os.environ.get("BENCH_KEEP") == "1":
+            shutil.rmtree(home, ignore_errors=True)
+        return r
+
+    def small_runs(self) -> None:
+        fns = {"curl --parallel": self.small_curl, "aria2c -j16": self.small_aria2c,
+               "aftransfer": self.small_aftransfer}
+        for n in self.small_sizes:
+            lst = f"{self.work}/lists/small-{n}.txt"  # one URL a line, for aria2c -i and aftransfer -i
+            with open(lst, "w") as f:
+                f.writelines(self.small_url(j) + "\n" for j in range(n))
+            print(f"== many small files: N={n} × {self.small_bytes // 1024} KiB, 16 at a time, "
+                  f"{self.small_runs_n} runs each", flush=True)
+            for i in range(self.small_runs_n):
+                for name in self.SMALL_TOOLS:
+                    out = f"{self.out_dir}/small-{n}-{name.split()[0]}-{i}"
+                    os.makedirs(out)
+                    os.sync()
+                    r = fns[name](n, lst, out, i)
+                    if r.get("killed"):
+                        print(f"  {name:<18} N={n} run {i + 1}: > {self.small_budget:.0f} s budget, killed", flush=True)
+                        self.small_killed.setdefault((n, name), []).append(r)
+                        self.fail(f"{name} N={n} run {i + 1}: over the {self.small_budget:.0f} s budget")
+                    elif r["rc"] != 0:
+                        self.fail(f"{name} N={n} run {i + 1}: exit status {r['rc']}")
+                    else:
+                        extra = ""
+                        if "daemon_cpu" in r:
+                            extra = (f"  daemon cpu {r['daemon_cpu'] * 1000 / n:.2f} ms/job, "
+                                     f"VmHWM {fmt_mib(r['maxrss'])} MiB")
+                        print(f"  {name:<18} N={n} run {i + 1}: {r['wall']:7.3f} s  {r['wall'] * 1000 / n:6.2f} ms/job"
+                              f"  cpu {r['cpu'] * 1000 / n:.2f} ms/job{extra}", flush=True)
+                        if self.check_small(name, n, out):
+                            self.small_results.setdefault((n, name), []).append(r)
+                    shutil.rmtree(out, ignore_errors=True)
+
+    def small_stats(self, n: int, name: str) -> dict | None:
+        runs = self.small_results.get((n, name))
+        if not runs:
+            return None
+        walls = [r["wall"] for r in runs]
+        s = {"n": len(runs), "mean": statistics.fmean(walls), "min": min(walls),
+             "cpu": statistics.fmean(r["cpu"] for r in runs),
+             "rss": statistics.fmean(r["maxrss"] for r in runs)}
+        if "daemon_cpu" in runs[0]:
+            s["daemon_cpu"] = statistics.fmean(r["daemon_cpu"] for r in runs)
+            s["cli_cpu"] = statistics.fmean(r["cli_cpu"] for r in runs)
+            s["cli_rss"] = statistics.fmean(r["cli_maxrss"] for r in runs)
+        return s
+
+    def small_report(self) -> None:
+        kib = self.small_bytes // 1024
+        for n in self.small_sizes:
+            print()
+            print(f"Many small files: {n} × {kib} KiB from nginx on 127.0.0.1, 16 at a time "
+                  f"(aftransferd --max-active 16), {self.small_runs_n} runs each; wall from the client's "
+                  f"start to its exit; CPU = user+sys of the client (aftransfer: daemon + CLI)")
+            print()
+            print("| tool | runs | mean wall (s) | min (s) | ms/job (mean) | CPU ms/job | peak RSS (MiB) |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+            for name in self.SMALL_TOOLS:
+                s = self.small_stats(n, name)
+                k = len(self.small_killed.get((n, name), []))
+                if s:
+                    print(f"| {name} | {s['n']} | {s['mean']:.3f} | {s['min']:.3f} | {s['mean'] * 1000 / n:.2f} "
+                          f"| {s['cpu'] * 1000 / n:.2f} | {fmt_mib(s['rss'])} |")
+                if k:
+                    print(f"| {name} | {k} | > {self.small_budget:.0f} (killed) | | | | |")
+            a = self.small_stats(n, "aftransfer")
+            if a:
+                print()
+                print(f"aftransfer: daemon CPU {a['daemon_cpu'] * 1000 / n:.2f} ms/job (target ≤ 0.4), "
+                      f"CLI CPU {a['cli_cpu'] * 1000 / n:.2f} ms/job; peak RSS = daemon VmHWM, "
+                      f"the CLI's own peak {fmt_mib(a['cli_rss'])} MiB.")
+            print()
+            print("| ratio | wall (mean) | wall (min) | target |")
+            print("| --- | ---: | ---: | ---: |")
+            for b, target in (("aria2c -j16", "≤ 0.3×"), ("curl --parallel", "")):
+                sb = self.small_stats(n, b)
+                if a and sb:
+                    print(f"| aftransfer/{b} | {a['mean'] / sb['mean']:.2f}× | {a['min'] / sb['min']:.2f}× | {target} |")
+        if len(self.small_sizes) > 1:
+            print()
+            print(f"How the cost grows with N ({kib} KiB files, 16 at a time; means of the runs):")
+            print()
+            print("| N | aftransfer wall (s) | ms/job | daemon CPU ms/job | CLI CPU ms/job | aria2c ms/job "
+                  "| curl ms/job | aftransfer/aria2c |")
+            print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+            for n in self.small_sizes:
+                a = self.small_stats(n, "aftransfer")
+                b = self.small_stats(n, "aria2c -j16")
+                c = self.small_stats(n, "curl --parallel")
+                if a:
+                    cells = [f"{a['mean']:.3f}", f"{a['mean'] * 1000 / n:.2f}", f"{a['daemon_cpu'] * 1000 / n:.2f}",
+                             f"{a['cli_cpu'] * 1000 / n:.2f}"]
+                elif self.small_killed.get((n, "aftransfer")):
+                    cells = [f"> {self.small_budget:.0f}", "", "", ""]
+                else:
+                    cells = ["—", "", "", ""]
+                cells += [f"{b['mean'] * 1000 / n:.2f}" if b else "—", f"{c['mean'] * 1000 / n:.2f}" if c else "—",
+                          f"{a['mean'] / b['mean']:.2f}×" if a and b else "—"]
+                print(f"| {n} | " + " | ".join(cells) + " |")
+            print("| target (2,000) | | | ≤ 0.4 | | | | ≤ 0.3× |")
+        print(flush=True)
+
+    # -- a big queue behind busy slots (issue "The engine, rebuilt": 100,000 jobs)
+
+    def queue_runs(self) -> None:
+        sizes = [int(x) for x in os.environ.get("BENCH_QUEUE_SIZES", "1000,10000,100000").split(",") if x.strip()]
+        self.queue_busy = int(os.environ.get("BENCH_QUEUE_BUSY", "2"))
+        self.status_runs = int(os.environ.get("BENCH_STATUS_RUNS", "7"))
+        self.idle_s = float(os.environ.get("BENCH_IDLE_S", "10"))
+        d = f"{self.www}/trickle"
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o755)
+        with open(f"{d}/slow.bin", "wb") as f:
+            f.write(os.urandom(MIB))
+        os.chmod(f"{d}/slow.bin", 0o644)
+        self.queue_results: list[dict] = []
+        for n in sizes:
+            print(f"== queue: {n} jobs behind {self.queue_busy} busy slots (--max-active {self.queue_busy}), "
+                  f"budget {self.budget:.0f} s per step", flush=True)
+            res = {"n": n}
+            self.queue_results.append(res)
+            try:
+                self.queue_case(n, res)
+            except Failure as e:
+                self.fail(f"queue n={n}: {e}")
+                res["error"] = str(e)
+
+    def queue_case(self, n: int, res: dict) -> None:
+        busy = self.queue_busy
+        home = f"{self.work}/home-queue-{n}"
+        qdir = f"{self.out_dir}/queue-{n}"
+        os.makedirs(qdir)
+        d = Daemon(self.bin, home, ("--max-active", str(busy)))
+        try:
+            # 1. busy slots: downloads that trickle at 64 B/s, running before anything is measured
+            busy_ids: list[int] = []
+            for k in range(busy):
+                r = subprocess.run(d.cli("download", f"{self.base}/trickle/slow.bin", "-o", f"{qdir}/busy-{k}.bin"),
+                                   capture_output=True, text=True, timeout=self.budget)
+                if r.returncode != 0:
+                    raise Failure(f"queueing busy download {k}: exit {r.returncode}: {r.stderr.strip()[:200]}")
+                busy_ids.append(int(r.stdout.split()[-1]))
+            deadline = time.monotonic() + 30
+            while True:
+                states = [self.job_state(d, i) for i in busy_ids]
+                if all(s == "running" for s in states):
+                    break
+                if time.monotonic() > deadline:
+                    raise Failure(f"busy downloads not running after 30 s: {states}")
+                time.sleep(0.2)
+            time.sleep(1)  # let the first checkpoints of the busy slots pass
+            res["busy_ids"] = busy_ids
+
+            # 2. enqueue n jobs with one `download -i` (URLs never fetched: they wait behind the slots)
+            lst = f"{self.work}/lists/queue-{n}.txt"
+            with open(lst, "w") as f:
+                f.writelines(f"{self.base}/q/{j:07d}.bin\n" for j in range(n))
+            os.sync()
+            r = d.run("download", "-i", lst, "-d", qdir, out=f"{home}.enqueue.out", log=f"{home}.enqueue.log",
+                      budget=self.budget)
+            res["enqueue"] = r
+            if r["killed"]:
+                print(f"  enqueue: > {self.budget:.0f} s budget, killed", flush=True)
+            elif r["rc"] != 0:
+                raise Failure(f"enqueue exited {r['rc']} (see {home}.enqueue.log)")
+            else:
+                with open(f"{home}.enqueue.out") as f:
+                    ids = [l for l in f.read().split() if l.strip()]
+                if len(ids) != n:
+                    raise Failure(f"enqueue printed {len(ids)} ids, want {n}")
+                res["queued"] = n
+                print(f"  enqueue: {r['wall']:.3f} s ({n / r['wall']:.0f} jobs/s), daemon CPU "
+                      f"{r['daemon_cpu'] * 1000 / n:.2f} ms/job, daemon VmHWM {fmt_mib(r['maxrss'])} MiB, "
+                      f"CLI peak {fmt_mib(r['cli_maxrss'])} MiB", flush=True)
+
+            # 3. list --json: parses, n + busy entries (or k + busy after a killed enqueue)
+            out = f"{home}.list.json"
+            r = d.run("list", "--json", out=out, log=f"{home}.list.log", budget=self.budget)
+            res["list"] = r
+            queued_ids: list[int] = []
+            if r["killed"]:
+                print(f"  list --json: > {self.budget:.0f} s budget, killed", flush=True)
+            elif r["rc"] != 0:
+                raise Failure(f"list --json exited {r['rc']} (see {home}.list.log)")
+            else:
+                res["list_bytes"] = os.path.getsize(out)
+                with open(out) as f:
+                    try:
+                        jobs = json.load(f)
+                    except ValueError as e:
+                        raise Failure(f"list --json is not JSON: {e}")
+                if not isinstance(jobs, list):
+                    raise Failure(f"list --json is a {type(jobs).__name__}, not an array")
+                res["entries"] = len(jobs)
+                states: dict[str, int] = {}
+                for j in jobs:
+                    states[j.get("state", "?")] = states.get(j.get("state", "?"), 0) + 1
+                    if "/q/" in str(j.get("url", "")):
+                        queued_ids.append(int(j["id"]))
+                res["states"] = states
+                if "queued" not in res:
+                    res["queued"] = len(queued_ids)  # how far the killed enqueue got
+                if len(jobs) != res["queued"] + busy:
+                    self.fail(f"queue n={n}: list --json has {len(jobs)} entries, want {res['queued']} + {busy}")
+                print(f"  list --json: {r['wall']:.3f} s, {res['list_bytes'] / MIB:.1f} MiB, {len(jobs)} entries "
+                      f"{states}, CLI peak {fmt_mib(r['cli_maxrss'])} MiB", flush=True)
+                odd = [j for j in jobs if j.get("state") not in ("queued", "running")]
+                if odd:  # a busy slot came free and a queued job ran: the figures are not what they claim
+                    first = odd[0]
+                    self.fail(f"queue n={n}: {len(odd)} jobs neither queued nor running, e.g. id "
+                                      f"{first.get('id')} {first.get('state')}: {json.dumps(first.get('error'))[:300]}")
+                del jobs
+                if os.environ.get("BENCH_KEEP") != "1":
+                    remove(out)
+            if "queued" not in res:
+                res["queued"] = None  # unknown: both the enqueue and the list ran over budget
+
+            # 4. status ID: a queued job (the last one queued) and a running one; median of several
+            probes = [("running", busy_ids[0])]
+            if queued_ids:
+                probes.insert(0, ("queued", max(queued_ids)))
+            for label, job_id in probes:
+                walls = []
+                over = False
+                for _ in range(self.status_runs):
+                    r = d.run("status", str(job_id), budget=self.budget)
+                    if r["killed"]:
+                        over = True
+                        break
+                    if r["rc"] != 0:
+                        raise Failure(f"status {job_id} exited {r['rc']}")
+                    walls.append(r["wall"])
+                res[f"status_{label}"] = None if over else statistics.median(walls)
+                res[f"status_{label}_all"] = walls
+                print(f"  status {job_id} ({label}): " +
+                      (f"> {self.budget:.0f} s budget" if over else
+                       f"median {statistics.median(walls) * 1000:.1f} ms of {len(walls)} "
+                       f"(min {min(walls) * 1000:.1f}, max {max(walls) * 1000:.1f})"), flush=True)
+
+            # 5. memory, then CPU over a quiet interval
+            res["vmhwm"] = proc_status(d.proc.pid, "VmHWM")
+            res["vmrss"] = proc_status(d.proc.pid, "VmRSS")
+            time.sleep(1)
+            c0 = d.cpu()
+            time.sleep(self.idle_s)
+            res["idle_cpu"] = d.cpu() - c0
+            res["busy_states"] = [self.job_state(d, i) for i in busy_ids]
+            if any(s != "running" for s in res["busy_states"]):
+                self.fail(f"queue n={n}: busy slots at the end: {res['busy_states']} (want all running)")
+            print(f"  daemon VmHWM {fmt_mib(res['vmhwm'])} MiB, VmRSS {fmt_mib(res['vmrss'])} MiB; "
+                  f"CPU over {self.idle_s:.0f} s idle: {res['idle_cpu']:.2f} s; busy slots {res['busy_states']}",
+                  flush=True)
+        finally:
+            d.stop()
+            if not os.environ.get("BENCH_KEEP") == "1":
+                shutil.rmtree(home, ignore_errors=True)
+                shutil.rmtree(qdir, ignore_errors=True)
+
+    def job_state(self, d: Daemon, job_id: int) -> str:
+        r = subprocess.run(d.cli("status", str(job_id), "--json"), capture_output=True, text=True,
+                           timeout=self.budget)
+        if r.returncode != 0:
+            return f"exit {r.returncode}"
+        return json.loads(r.stdout).get("state", "?")
+
+    def queue_report(self) -> None:
+        b = self.budget
+        print()
+        print(f"A big queue: n jobs queued with one `download -i` behind {self.queue_busy} busy slots "
+              f"(aftransferd --max-active {self.queue_busy}; the busy downloads trickle at 64 B/s); "
+              f"every step has a budget of {b:.0f} s; status: median of {self.status_runs} calls")
+        print()
+        print("| n | enqueue (s) | jobs/s | daemon CPU ms/job | list --json (s) | list (MiB) | entries "
+              "| status queued, median (ms) | status running, median (ms) | daemon VmHWM after enqueue / at end (MiB) "
+              f"| CPU over idle {self.idle_s:.0f} s (s) |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for res in self.queue_results:
+            n = res["n"]
+            e = res.get("enqueue")
+            k = res.get("queued")
+            if e is None:
+                enq, rate, cpu = "—", "", ""
+            elif e["killed"]:
+                enq = f"> {b:.0f} ({k if k is not None else '?'} of {n} queued)"
+                rate = f"{k / e['wall']:.0f}" if k else ""
+                cpu = f"{e['daemon_cpu'] * 1000 / k:.2f}" if k else ""
+            else:
+                enq, rate, cpu = f"{e['wall']:.2f}", f"{n / e['wall']:.0f}", f"{e['daemon_cpu'] * 1000 / n:.2f}"
+            l = res.get("list")
+            if l is None:
+                lst = "—"
+            elif l["killed"]:
+                lst = f"> {b:.0f}"
+            else:
+                lst = f"{l['wall']:.3f}"
+            def ms(key: str) -> str:
+                if key not in res:
+                    return "—"
+                if res[key] is None:
+                    return f"> {b * 1000:.0f}"
+                return f"{res[key] * 1000:.1f} (max {max(res[key + '_all']) * 1000:.0f})"
+            cells = [f"{n:,}", enq, rate, cpu, lst,
+                     f"{res['list_bytes'] / MIB:.1f}" if "list_bytes" in res else "—",
+                     f"{res['entries']:,}" if "entries" in res else "—",
+                     ms("status_queued"), ms("status_running"),
+                     (f"{fmt_mib(e['maxrss'])} / " if e else "") + (fmt_mib(res["vmhwm"]) if "vmhwm" in res else "—"),
+                     f"{res['idle_cpu']:.2f}" if "idle_cpu" in res else "—"]
+            print("| " + " | ".join(cells) + " |")
+        print("| target (100,000) | ≤ 5 | | | ≤ 1 | | | ≤ 50 | ≤ 50 | ≤ 128 (at end) | ≈ 0 |")
+        for note in self.notes:
+            print(f"note: {note}")
+        print(flush=True)
 
     def run(self) -> int:
         try:
             self.setup()
-            self.download_runs()
-            if self.do_upload:
-                self.upload_runs()
-            else:
-                self.upload_skipped = "BENCH_UPLOAD=0"
-            self.report()
+            for case in self.cases:
+                try:
+                    if case == "big":
+                        self.setup_big()
+                        self.download_runs()
+                        if self.do_upload:
+                            self.upload_runs()
+                        else:
+                            self.upload_skipped = "BENCH_UPLOAD=0"
+                        self.report()
+                    elif case == "small":
+                        self.small_setup()
+                        self.small_runs()
+                        self.small_report()
+                    elif case == "queue":
+                        self.queue_runs()
+                        self.queue_report()
+                except Failure as e:
+                    self.fail(f"{case}: {e}")
+            if self.failures:
+                print("\nVERIFICATION FAILED:")
+                for f in self.failures:
+                    print(f"  - {f}")
         finally:
             stop_all()
             if os.environ.get("BENCH_KEEP") == "1":
