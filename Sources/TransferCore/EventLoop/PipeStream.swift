@@ -86,7 +86,7 @@ public final class PipeStream {
             completion?(false)
             return
         }
-        bytes.withUnsafeBytes { memory.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        bytes.withUnsafeBytes { if let base = $0.baseAddress { memory.copyMemory(from: base, byteCount: $0.count) } }
         let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         request.pointee.data = Unmanaged.passRetained(PendingWrite(buffer: memory, completion: completion)).toOpaque()
         var buf = uv_buf_init(memory.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))

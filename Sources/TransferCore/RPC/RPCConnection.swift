@@ -116,7 +116,9 @@ public final class RPCConnection {
     private func start(_ output: Output) {
         switch output {
         case .bytes(let b):
-            pipe.write(b)
+            pipe.write(b) { [weak self] ok in
+                if !ok { self?.close() }
+            }
         case .stream(let head, let stream):
             streaming = stream
             var writer = JobJSONWriter(capacity: 512 * 1024)
@@ -131,12 +133,16 @@ public final class RPCConnection {
         if done {
             writer.key("}\n")
             streaming = nil
-            pipe.write(writer.bytes)
+            pipe.write(writer.bytes) { [weak self] ok in
+                if !ok { self?.close() }
+            }
             drainQueue()
             return
         }
         pipe.write(writer.bytes) { [weak self] ok in
-            guard let self, !self.closed, ok else { return }
+            guard let self, !self.closed else { return }
+            // A failed write (the peer went away) ends the connection, not just the stream.
+            guard ok else { return self.close() }
             self.writeNextPiece(stream)
         }
     }
