@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TransferCore
 
 /// `aftransferd`: the aftransfer daemon.
@@ -43,7 +44,6 @@ struct AFTransferDaemon: ParsableCommand {
         engine.checkpointInterval = checkpointInterval
         var config = DaemonConfiguration(paths: Paths.resolve(home: home, socket: socket), engine: engine)
         config.watchNetwork = !noNetworkMonitor
-        let status = Daemon.run(config)
-        if status != 0 { throw ExitCode(status) }
+        Foundation.exit(Daemon.run(config))
     }
 }

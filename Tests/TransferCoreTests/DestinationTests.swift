@@ -31,7 +31,7 @@ final class DestinationTests: XCTestCase {
         var st = stat()
         XCTAssertEqual(stat(nested, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o750)
-        FileManager.default.createFile(atPath: dir + "/file", contents: Data())
+        _ = FileManager.default.createFile(atPath: dir + "/file", contents: Data())
         XCTAssertThrowsError(try Destination.ensureDirectory(dir + "/file", create: true, mode: 0o755))
     }
 
@@ -39,7 +39,7 @@ final class DestinationTests: XCTestCase {
         let d = Destination(path: dir + "/f")
         XCTAssertNil(d.clash(replace: false, heldBy: nil))
         XCTAssertEqual(d.clash(replace: true, heldBy: 4)?.code, .destinationExists)
-        FileManager.default.createFile(atPath: d.path, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: d.path, contents: Data("x".utf8))
         XCTAssertEqual(d.clash(replace: false, heldBy: nil)?.code, .destinationExists)
         XCTAssertNil(d.clash(replace: true, heldBy: nil))
     }
@@ -50,7 +50,7 @@ final class DestinationTests: XCTestCase {
         var results: [TransferError?] = []
         for i in 0..<20 {
             let d = Destination(path: dir + "/f\(i)")
-            FileManager.default.createFile(atPath: d.partPath, contents: Data("\(i)".utf8))
+            _ = FileManager.default.createFile(atPath: d.partPath, contents: Data("\(i)".utf8))
             d.moveIntoPlace(from: d.partPath, replace: false, syncer: syncer) { results.append($0) }
         }
         loop.run()
@@ -64,8 +64,8 @@ final class DestinationTests: XCTestCase {
     func testThatAnExistingFileIsNotReplacedWithoutReplace() throws {
         let loop = try EventLoop()
         let d = Destination(path: dir + "/keep")
-        FileManager.default.createFile(atPath: d.path, contents: Data("old".utf8))
-        FileManager.default.createFile(atPath: d.partPath, contents: Data("new".utf8))
+        _ = FileManager.default.createFile(atPath: d.path, contents: Data("old".utf8))
+        _ = FileManager.default.createFile(atPath: d.partPath, contents: Data("new".utf8))
         var result: TransferError??
         d.moveIntoPlace(from: d.partPath, replace: false, syncer: DirectorySyncer(loop: loop)) { result = .some($0) }
         loop.run()

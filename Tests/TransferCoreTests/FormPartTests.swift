@@ -92,8 +92,7 @@ final class FormPartTests: XCTestCase {
 
     private func assertRefused(_ spec: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertThrowsError(try FormPart.parse(spec), spec.debugDescription, file: file, line: line) { error in
-            XCTAssertEqual(
-                (error as? RPCError)?.data, .object(["code": .string("invalid_request")]), file: file, line: line)
+            XCTAssertEqual((error as? TransferError)?.code, .invalidRequest, file: file, line: line)
         }
     }
 }

@@ -59,7 +59,7 @@ final class HeaderFieldTests: XCTestCase {
         do {
             _ = try HeaderField.parse("Authorization Bearer s3cr3t")
             XCTFail("expected a refusal")
-        } catch let error as RPCError {
+        } catch let error as TransferError {
             XCTAssertFalse(error.message.contains("s3cr3t"))
         } catch {
             XCTFail("unexpected \(error)")
@@ -67,7 +67,7 @@ final class HeaderFieldTests: XCTestCase {
         do {
             _ = try HeaderField.parse("Authorization: s3cr3t\r\n")
             XCTFail("expected a refusal")
-        } catch let error as RPCError {
+        } catch let error as TransferError {
             XCTAssertFalse(error.message.contains("s3cr3t"))
         } catch {
             XCTFail("unexpected \(error)")
@@ -94,10 +94,8 @@ final class HeaderFieldTests: XCTestCase {
             try HeaderField.parse(line), "\(line.debugDescription) should be refused", file: file, line: number
         ) {
             error in
-            XCTAssertEqual(
-                error as? RPCError, RPCError.refusedInput(.invalidRequest, (error as? RPCError)?.message ?? ""),
-                file: file, line: number)
-            XCTAssertEqual((error as? RPCError)?.code, RPCErrorCode.invalidParams, file: file, line: number)
+            XCTAssertEqual((error as? TransferError)?.code, .invalidRequest, file: file, line: number)
+            XCTAssertEqual((error as? TransferError)?.retryable, false, file: file, line: number)
         }
     }
 }

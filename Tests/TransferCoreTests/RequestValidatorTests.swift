@@ -56,13 +56,13 @@ final class RequestValidatorTests: XCTestCase {
         file: StaticString = #filePath, line: UInt = #line
     ) {
         XCTAssertThrowsError(try RequestValidator.validate(request), file: file, line: line) { error in
-            guard let rpc = error as? RPCError else {
-                return XCTFail("not an RPCError: \(error)", file: file, line: line)
+            guard let refusal = error as? TransferError else {
+                return XCTFail("not a TransferError: \(error)", file: file, line: line)
             }
-            XCTAssertEqual(rpc.code, RPCErrorCode.invalidParams, file: file, line: line)
-            XCTAssertEqual(rpc.data, .object(["code": .string(code.rawValue)]), rpc.message, file: file, line: line)
+            XCTAssertEqual(refusal.code, code, refusal.message, file: file, line: line)
+            XCTAssertFalse(refusal.retryable, file: file, line: line)
             XCTAssertTrue(
-                rpc.message.hasPrefix(field), "\"\(rpc.message)\" should name \(field)", file: file, line: line)
+                refusal.message.hasPrefix(field), "\"\(refusal.message)\" should name \(field)", file: file, line: line)
         }
     }
 
@@ -127,7 +127,7 @@ final class RequestValidatorTests: XCTestCase {
 
     func testThatARefusedURLMessageHidesThePassword() {
         XCTAssertThrowsError(try RequestValidator.validate(download("http://me:s3cr3t@/x"))) { error in
-            XCTAssertFalse((error as? RPCError)?.message.contains("s3cr3t") ?? true)
+            XCTAssertFalse((error as? TransferError)?.message.contains("s3cr3t") ?? true)
         }
     }
 

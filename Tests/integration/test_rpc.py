@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import time
 
 from conftest import RFC3339_UTC, STATES, assert_job_schema, is_int, sha256_file, wait_until
@@ -150,3 +151,32 @@ def test_daemon_shutdown_answers_then_exits_0(daemon):
     assert resp.get("result") == {} and resp["id"] == 3, resp
     rc = daemon.proc.wait(timeout=5)
     assert rc == 0, f"exit status {rc}"
+
+
+def test_a_burst_of_300_clients_connecting_at_once_is_answered_on_every_connection(daemon):
+    # Stopped, the daemon accepts nothing: the whole burst waits in the listen queue, which must
+    # hold it (a full queue refuses a non-blocking connect with EAGAIN).
+    os.kill(daemon.pid, signal.SIGSTOP)
+    socks = []
+    try:
+        for _ in range(300):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            socks.append(s)
+            s.settimeout(10)
+            s.connect(str(daemon.socket))
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+    try:
+        for n, s in enumerate(socks):
+            s.sendall(json.dumps({"jsonrpc": "2.0", "id": n, "method": "daemon.status"}).encode() + b"\n")
+        for n, s in enumerate(socks):
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                assert chunk, f"connection {n} closed without an answer"
+                buf += chunk
+            resp = json.loads(buf)
+            assert resp["id"] == n and resp["result"]["pid"] == daemon.pid, resp
+    finally:
+        for s in socks:
+            s.close()

@@ -3,30 +3,40 @@ import CUV
 import Foundation
 
 /// The composition root of `aftransferd`: home, lock, store, engine, RPC server, signals and the
-/// network monitor on one libuv loop. Loop-thread only.
+/// network monitor on one libuv loop. ``run(_:)`` returns when the daemon stops, so that a test can
+/// boot one in-process. Loop-thread only.
 public final class Daemon {
+    /// How long `daemon.shutdown` waits before stopping, so that its answer is written first (ms).
+    static let shutdownDelay: UInt64 = 20
+
     private let config: DaemonConfiguration
     private let loop: EventLoop
     private var engine: Engine?
     private var server: RPCServer?
+    private var router: RPCRouter?
     private var monitor: NetworkMonitor?
     private var signals: [SignalWatcher] = []
     private var lockFD: Int32 = -1
     private var stopping = false
     private let startedAt = Timestamp.now()
-    private var exitTimer: LoopTimer?
+    private var shutdownTimer: LoopTimer?
 
     private init(config: DaemonConfiguration, loop: EventLoop) {
         self.config = config
         self.loop = loop
     }
 
-    /// Runs the daemon until SIGTERM/SIGINT or `daemon.shutdown`. Returns the exit status.
+    /// Runs the daemon until SIGTERM/SIGINT or `daemon.shutdown`.
+    /// - Returns: the exit status: 0 after a clean stop, 1 when it could not start.
     public static func run(_ configuration: DaemonConfiguration) -> Int32 {
+        let userMask = umask(0o077)
+        defer { umask(userMask) }
         do {
             let loop = try EventLoop()
             let d = Daemon(config: configuration, loop: loop)
-            return d.main()
+            let status = d.main(userMask: userMask)
+            d.releaseLock()
+            return status
         } catch {
             Log.plain("aftransferd: \(error)")
             return 1
@@ -38,8 +48,13 @@ public final class Daemon {
         return 1
     }
 
-    private func main() -> Int32 {
-        let userMask = umask(0o077)
+    private func releaseLock() {
+        guard lockFD >= 0 else { return }
+        close(lockFD)
+        lockFD = -1
+    }
+
+    private func main(userMask: mode_t) -> Int32 {
         var cfg = config.engine
         cfg.fileMode = 0o666 & ~userMask
         cfg.directoryMode = 0o777 & ~userMask
@@ -78,12 +93,18 @@ public final class Daemon {
             let engine = try Engine(loop: loop, store: store, config: cfg)
             self.engine = engine
             try engine.recover()
-            let server = try RPCServer(loop: loop, path: paths.socket) { [unowned self] method, params, conn in
-                self.handle(method, params, conn)
-            }
+            let context = RPCContext(
+                service: engine,
+                info: RPCContext.DaemonInfo(
+                    home: paths.home, socket: paths.socket, maxActive: cfg.maxActive,
+                    startedAt: Timestamp.rfc3339(startedAt)),
+                requestShutdown: { [unowned self] in self.shutdownSoon() })
+            let router = RPCRouter(context: context)
+            self.router = router
+            let server = try RPCServer(loop: loop, path: paths.socket, router: router)
             self.server = server
             engine.onEvent = { [unowned server] kind, job in
-                server.broadcast(kind == .progress ? RPCMethod.progressEvent : RPCMethod.stateEvent, job: job)
+                server.broadcast(kind == .progress ? .transferProgress : .transferState, job: job)
             }
             if config.watchNetwork {
                 do {
@@ -102,6 +123,8 @@ public final class Daemon {
             }
             engine.start()
         } catch {
+            shutdown()
+            loop.run()
             return fail("\(error)")
         }
         Log.info("aftransferd \(AFTransferVersion.string) pid \(getpid()) home \(paths.home) socket \(paths.socket)")
@@ -109,122 +132,31 @@ public final class Daemon {
         return 0
     }
 
-    /// Stops accepting, checkpoints every running transfer and exits 0.
+    /// Stops after the answers of this loop pass are written (`daemon.shutdown`).
+    private func shutdownSoon() {
+        guard !stopping, shutdownTimer == nil else { return }
+        router?.isStopping = true
+        let t = LoopTimer(loop: loop)
+        shutdownTimer = t
+        t.start(after: Self.shutdownDelay) { [unowned self] in self.shutdown() }
+    }
+
+    /// Stops accepting, checkpoints every running transfer, closes the daemon's handles and stops
+    /// the loop, so that ``run(_:)`` returns.
     private func shutdown() {
         guard !stopping else { return }
         stopping = true
+        router?.isStopping = true
         server?.close()
         engine?.shutdown()
         monitor?.close()
+        for s in signals { s.close() }
+        signals = []
+        shutdownTimer?.close()
         unlink(config.paths.socket)
         Log.info("stopped")
-        exit(0)
-    }
-
-    // MARK: - RPC methods
-
-    private func decode<T: Decodable>(_ params: JSONValue?, as: T.Type) -> Result<T, RPCError> {
-        do {
-            return .success(try (params ?? .object([:])).decode(as: T.self))
-        } catch {
-            return .failure(RPCError(code: RPCErrorCode.invalidParams, message: "invalid params: \(Self.describe(error))",
-                                     data: .object(["code": .string(TransferErrorCode.invalidRequest.rawValue)])))
-        }
-    }
-
-    private static func describe(_ error: Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, _): return "missing \(key.stringValue)"
-        case DecodingError.typeMismatch(_, let ctx), DecodingError.valueNotFound(_, let ctx):
-            return "wrong type for \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
-        case DecodingError.dataCorrupted(let ctx):
-            return "bad value for \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
-        default: return "\(error)"
-        }
-    }
-
-    private func encode<T: Encodable>(_ v: T) -> Result<JSONValue, RPCError> {
-        do { return .success(try JSONValue(encoding: v)) } catch {
-            return .failure(RPCError(code: RPCErrorCode.internalError, message: "cannot encode the result"))
-        }
-    }
-
-    private struct CurlParams: Decodable { var id: Int64 }
-
-    private func handle(_ method: String, _ params: JSONValue?, _ conn: RPCConnection) -> Result<JSONValue, RPCError> {
-        let result = dispatch(method, params, conn)
-        // Every change a request made is committed before its answer is sent.
-        engine?.commit()
-        return result
-    }
-
-    private struct AddManyParams: Decodable { var requests: [TransferRequest] }
-
-    private func dispatch(_ method: String, _ params: JSONValue?, _ conn: RPCConnection) -> Result<JSONValue, RPCError> {
-        guard let engine else { return .failure(RPCError(code: RPCErrorCode.internalError, message: "not ready")) }
-        if stopping { return .failure(RPCError(code: RPCErrorCode.shuttingDown, message: "the daemon is shutting down")) }
-        switch method {
-        case RPCMethod.add:
-            return decode(params, as: TransferRequest.self).flatMap { req in
-                do { return encode(try engine.add(req)) } catch let e as RPCError { return .failure(e) } catch let e as TransferError {
-                    return .failure(RPCError.refusedInput(e.code, e.message))
-                } catch {
-                    return .failure(RPCError(code: RPCErrorCode.internalError, message: "\(error)"))
-                }
-            }
-        case RPCMethod.list:
-            return decode(params, as: ListParams.self).flatMap { p in
-                encode(engine.jobs(state: p.state, after: nil, limit: Int.max))
-            }
-        case "transfer.addMany":
-            return decode(params, as: AddManyParams.self).flatMap { p in
-                do {
-                    return encode(["jobs": try engine.addMany(p.requests)])
-                } catch let e as BatchRefusal {
-                    return .failure(RPCError(code: RPCErrorCode.invalidParams, message: "request \(e.index): \(e.error.message)",
-                        data: .object(["code": .string(e.error.code.rawValue), "index": .int(Int64(e.index))])))
-                } catch let e as RPCError { return .failure(e) } catch {
-                    return .failure(RPCError(code: RPCErrorCode.internalError, message: "\(error)"))
-                }
-            }
-        case RPCMethod.get:
-            return decode(params, as: GetParams.self).flatMap { p in
-                guard let job = engine.job(p.id) else {
-                    return .failure(RPCError(code: RPCErrorCode.notFound, message: "job \(p.id) does not exist"))
-                }
-                return encode(job)
-            }
-        case RPCMethod.pause, RPCMethod.resume, RPCMethod.cancel, RPCMethod.retry, RPCMethod.remove:
-            return decode(params, as: ControlParams.self).flatMap { p in
-                let action = ControlAction(rawValue: String(method.dropFirst("transfer.".count))) ?? .pause
-                return encode(engine.control(action, ids: p.ids, deleteFiles: p.deleteFiles == true))
-            }
-        case "transfer.curl":
-            return decode(params, as: CurlParams.self).flatMap { p in
-                guard let command = engine.curlCommand(p.id) else {
-                    return .failure(RPCError(code: RPCErrorCode.notFound, message: "job \(p.id) does not exist"))
-                }
-                return .success(.object(["command": .string(command)]))
-            }
-        case RPCMethod.daemonStatus:
-            return encode(DaemonStatus(
-                pid: getpid(), version: AFTransferVersion.string, home: config.paths.home, socket: config.paths.socket,
-                network: engine.isReachable ? "reachable" : "unreachable", maxActive: config.engine.maxActive,
-                jobs: Dictionary(uniqueKeysWithValues: engine.counts().map { ($0.key.rawValue, $0.value) }), startedAt: Timestamp.rfc3339(startedAt)))
-        case RPCMethod.daemonShutdown:
-            // Answer first, then stop on the next loop turn.
-            let t = LoopTimer(loop: loop)
-            exitTimer = t
-            t.start(after: 20) { [unowned self] in self.shutdown() }
-            return .success(.object([:]))
-        case RPCMethod.subscribe:
-            return decode(params, as: SubscribeParams.self).flatMap { p in
-                conn.subscribed = true
-                conn.subscribedIds = p.ids.map(Set.init)
-                return .success(.object(["subscribed": .bool(true)]))
-            }
-        default:
-            return .failure(RPCError(code: RPCErrorCode.methodNotFound, message: "method not found: \(method)"))
-        }
+        // The handles closed above are freed in this loop pass's close phase; uv_stop ends the
+        // run after it, even if the engine's curl handles are still open.
+        loop.stop()
     }
 }

@@ -147,7 +147,7 @@ public final class Engine: AttemptHost {
     /// Starts the periodic tick, the end-of-pass commit and the scheduler; arms the timers of
     /// waiting jobs.
     public func start() {
-        endOfPass = LoopPrepare(loop: loop) { [unowned self] in self.commit() }
+        endOfPass = LoopPrepare(loop: loop) { [unowned self] in self.commitOrLog() }
         tick.start(after: 250, repeating: 250) { [unowned self] in self.onTick() }
         for id in scheduler.facts.keys.sorted() {
             guard let f = scheduler.facts[id], f.state == .waiting else { continue }
@@ -177,7 +177,7 @@ public final class Engine: AttemptHost {
             dispatch(id, .requeue(.shutdown))
             Log.info("checkpointed at \(task.bytes) bytes for shutdown", job: id)
         }
-        commit()
+        commitOrLog()
         endOfPass?.close()
         endOfPass = nil
     }
@@ -186,7 +186,7 @@ public final class Engine: AttemptHost {
 
     /// Writes the changes of this loop pass in one transaction, then runs what waited for it
     /// (renames) and sends the events. A failed commit keeps the changes for the next try.
-    public func commitThrowing() throws {
+    public func commit() throws {
         if !batch.isEmpty {
             try store.commit(batch, now: Timestamp.now())
             batch = WriteBatch()
@@ -199,9 +199,9 @@ public final class Engine: AttemptHost {
         for (method, job) in ready { onEvent?(method, job) }
     }
 
-    /// ``commitThrowing()``, logging a failure.
-    public func commit() {
-        do { try commitThrowing() } catch { Log.info("cannot write the job database: \(error)") }
+    /// ``commit()`` at the end of a loop pass, logging a failure (the changes stay pending).
+    func commitOrLog() {
+        do { try commit() } catch { Log.info("cannot write the job database: \(error)") }
     }
 
     /// Runs `body` once the changes made so far are committed.
@@ -498,16 +498,9 @@ public final class Engine: AttemptHost {
             } catch let e as TransferError {
                 if refusalOfOne { throw e }
                 throw BatchRefusal(index: i, error: e)
-            } catch let e as RPCError where !refusalOfOne {
-                // Policies that still answer in JSON-RPC terms: keep their SPEC code.
-                var code = TransferErrorCode.invalidRequest
-                if case .object(let data)? = e.data, case .string(let c)? = data["code"] {
-                    code = TransferErrorCode(rawValue: c) ?? code
-                }
-                throw BatchRefusal(index: i, error: TransferError(code, e.message, retryable: false))
             }
         }
-        try commitThrowing()
+        try commit()
         let inserted = try store.insert(records)
         let listen = onEvent != nil && wantsEvents()
         var jobs: [JobSnapshot] = []
@@ -603,7 +596,7 @@ public final class Engine: AttemptHost {
 
     /// Up to `limit` job objects with an id above `after`, in id order, optionally in one state.
     public func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
-        commit()
+        commitOrLog()
         let page = (try? store.listings(state: state, after: after, limit: limit)) ?? []
         return page.map { l in
             if let t = tasks[l.id] {

@@ -2,18 +2,30 @@ import Foundation
 
 /// One attempt of a job: its timeline (Alamofire's `Timeline`), as in the job object's `history`.
 public struct AttemptRecord: Codable, Sendable, Equatable {
+    /// The attempt's number, from 1.
     public var attempt: Int
+    /// When it started, RFC 3339 UTC.
     public var startedAt: String
+    /// When it ended, RFC 3339 UTC; null while it runs.
     public var endedAt: String?
+    /// The response's status; null before one.
     public var httpStatus: Int?
+    /// Bytes on disk (download) or sent (upload) when it ended, resumed bytes included.
     public var bytes: Int64
+    /// Seconds until the name was resolved.
     public var nameLookup: Double?
+    /// Seconds until the connection was made.
     public var connect: Double?
+    /// Seconds until the TLS handshake ended (0 without TLS).
     public var tls: Double?
+    /// Seconds until the first response byte.
     public var firstByte: Double?
+    /// Seconds the attempt took.
     public var total: Double?
+    /// Why it ended badly; null otherwise.
     public var error: TransferError?
 
+    /// Creates an attempt record.
     public init(
         attempt: Int, startedAt: String, endedAt: String? = nil, httpStatus: Int? = nil, bytes: Int64 = 0,
         nameLookup: Double? = nil, connect: Double? = nil, tls: Double? = nil, firstByte: Double? = nil,
@@ -36,6 +48,7 @@ public struct AttemptRecord: Codable, Sendable, Equatable {
         case attempt, startedAt, endedAt, httpStatus, bytes, nameLookup, connect, tls, firstByte, total, error
     }
 
+    /// Encodes every field, absent ones as `null`.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(attempt, forKey: .attempt)
@@ -54,11 +67,14 @@ public struct AttemptRecord: Codable, Sendable, Equatable {
 
 /// The response an upload received (SPEC "Uploads"): kept with the job when no `--response` file.
 public struct ResponseInfo: Codable, Sendable, Equatable {
+    /// The response's HTTP status.
     public var status: Int
+    /// The response's headers, by name.
     public var headers: [String: String]
     /// The first 64 KiB of the body, as UTF-8 (invalid bytes replaced).
     public var body: String
 
+    /// Creates a response record.
     public init(status: Int, headers: [String: String], body: String) {
         self.status = status
         self.headers = headers
@@ -69,31 +85,54 @@ public struct ResponseInfo: Codable, Sendable, Equatable {
 /// The job object of SPEC "The job object (JSON)". Field names are stable; absent values are
 /// encoded as `null`, never omitted.
 public struct JobSnapshot: Codable, Sendable, Equatable {
+    /// The job's id (never reused).
     public var id: Int64
+    /// `"download"` or `"upload"`.
     public var kind: JobKind
+    /// The URL, user and password removed.
     public var url: String
+    /// The HTTP method.
     public var method: String
+    /// The life-cycle state.
     public var state: TransferState
+    /// Download: the target file (null until the name is known); upload: the source file (null for multipart).
     public var destination: String?
+    /// Bytes on disk (download) or sent (upload), resumed bytes included.
     public var bytes: Int64
+    /// The full size; null while unknown.
     public var total: Int64?
+    /// `bytes / total`; null while the total is unknown.
     public var fraction: Double?
+    /// Bytes per second, smoothed; 0 when not running.
     public var rate: Double
+    /// Seconds left; null when unknown.
     public var eta: Double?
+    /// Attempts started.
     public var attempts: Int
+    /// The last response's status; null before one.
     public var httpStatus: Int?
+    /// Why the job failed or waits; null otherwise.
     public var error: TransferError?
+    /// While waiting: `"backoff"` (a timer), `"offline"` (the network) or `"disk"`.
     public var waitReason: WaitReason?
+    /// While waiting on a timer: when it fires, RFC 3339 UTC.
     public var nextRetryAt: String?
+    /// Whether TLS evaluation was turned off for this job.
     public var insecure: Bool
+    /// Hex SHA-256 of the finished file (download) or payload (upload).
     public var sha256: String?
+    /// When the job was queued, RFC 3339 UTC.
     public var createdAt: String
+    /// When the job's row last changed, RFC 3339 UTC.
     public var updatedAt: String
+    /// When the job completed, RFC 3339 UTC; null otherwise.
     public var completedAt: String?
+    /// One entry per attempt, oldest first.
     public var history: [AttemptRecord]
     /// Uploads only: the response kept with the job (absent for downloads).
     public var response: ResponseInfo?
 
+    /// Creates a job object.
     public init(
         id: Int64, kind: JobKind, url: String, method: String, state: TransferState, destination: String?,
         bytes: Int64, total: Int64?, fraction: Double?, rate: Double, eta: Double?, attempts: Int,
@@ -131,6 +170,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         case error, waitReason, nextRetryAt, insecure, sha256, createdAt, updatedAt, completedAt, history, response
     }
 
+    /// Encodes every field, absent ones as `null`; `response` for uploads only.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)

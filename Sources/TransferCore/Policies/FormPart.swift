@@ -43,7 +43,7 @@ public enum FormPart: Codable, Equatable, Sendable {
     ///
     /// - Parameter spec: `NAME=@FILE[;type=MIME][;filename=NAME]` or `NAME=VALUE`.
     /// - Returns: The part. Paths are returned as written; ``RequestValidator`` checks them.
-    /// - Throws: `RPCError.refusedInput(.invalidRequest, …)` for a missing `=`; an empty name or
+    /// - Throws: `TransferError(.invalidRequest, …)` for a missing `=`; an empty name or
     ///   one with `"`, CR, LF or NUL; NUL in a value; an empty file path; a `type=` that is not
     ///   `type/subtype` or holds CR, LF or NUL; an empty `filename=` or one with CR, LF or NUL; a
     ///   repeated `type=` or `filename=`; text after a quoted string.
@@ -108,8 +108,8 @@ public enum FormPart: Codable, Equatable, Sendable {
         return "\"\(escaped)\""
     }
 
-    fileprivate static func refusal(_ message: String) -> RPCError {
-        .refusedInput(.invalidRequest, message)
+    fileprivate static func refusal(_ message: String) -> TransferError {
+        TransferError(.invalidRequest, message)
     }
 }
 

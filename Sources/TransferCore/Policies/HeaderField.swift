@@ -31,7 +31,7 @@ public struct HeaderField: Equatable, Sendable {
     ///
     /// - Parameter line: The header as the user wrote it, without a line ending.
     /// - Returns: The header, its value trimmed of surrounding spaces and tabs.
-    /// - Throws: `RPCError.refusedInput(.invalidRequest, …)` for a missing colon, an empty name,
+    /// - Throws: `TransferError(.invalidRequest, …)` for a missing colon, an empty name,
     ///   a name with characters other than RFC 9110 `tchar`, or CR, LF, NUL (or another control
     ///   character but tab) anywhere. The message names the header but never echoes its value.
     public static func parse(_ line: String) throws -> HeaderField {
@@ -109,7 +109,7 @@ public struct HeaderField: Equatable, Sendable {
         }
     }
 
-    private static func refusal(_ message: String) -> RPCError {
-        .refusedInput(.invalidRequest, message)
+    private static func refusal(_ message: String) -> TransferError {
+        TransferError(.invalidRequest, message)
     }
 }

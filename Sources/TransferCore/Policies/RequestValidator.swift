@@ -28,7 +28,7 @@ public enum RequestValidator {
     ///
     /// - Parameter request: The params as received (paths already absolute).
     /// - Returns: The normalized request.
-    /// - Throws: `RPCError.refusedInput(code, message)`: `invalid_request` for malformed input,
+    /// - Throws: `TransferError(code, message)`: `invalid_request` for malformed input,
     ///   `destination_exists` for an existing target without `replace`, `destination_missing_dir`
     ///   for a missing directory without `createDirs`. The message starts with the field's name.
     public static func validate(_ request: TransferRequest) throws -> TransferRequest {
@@ -166,7 +166,7 @@ public enum RequestValidator {
                 break
             case .missing:
                 guard createDirs else {
-                    throw RPCError.refusedInput(
+                    throw TransferError(
                         .destinationMissingDir, "directory: \(printable(directory)) does not exist (use --create-dirs)")
                 }
                 try checkCreatable(directory, field: "directory")
@@ -194,7 +194,7 @@ public enum RequestValidator {
                 throw invalid("\(field): \(printable(path)) is a directory")
             }
             guard replace else {
-                throw RPCError.refusedInput(
+                throw TransferError(
                     .destinationExists, "\(field): \(printable(path)) already exists (use --replace)")
             }
         }
@@ -204,7 +204,7 @@ public enum RequestValidator {
             break
         case .missing:
             guard createDirs else {
-                throw RPCError.refusedInput(
+                throw TransferError(
                     .destinationMissingDir,
                     "\(field): directory \(printable(parent)) does not exist (use --create-dirs)")
             }
@@ -212,7 +212,7 @@ public enum RequestValidator {
         case .inaccessible(let reason):
             throw invalid("\(field): cannot inspect \(printable(parent)): \(reason)")
         case .regular, .other:
-            throw RPCError.refusedInput(.destinationMissingDir, "\(field): \(printable(parent)) is not a directory")
+            throw TransferError(.destinationMissingDir, "\(field): \(printable(parent)) is not a directory")
         }
     }
 
@@ -229,7 +229,7 @@ public enum RequestValidator {
             case .inaccessible(let reason):
                 throw invalid("\(field): cannot inspect \(printable(ancestor)): \(reason)")
             default:
-                throw RPCError.refusedInput(
+                throw TransferError(
                     .destinationMissingDir,
                     "\(field): cannot create \(printable(directory)): \(printable(ancestor)) is not a directory")
             }
@@ -352,7 +352,7 @@ public enum RequestValidator {
         return String(out) + (s.unicodeScalars.count > limit ? "…" : "")
     }
 
-    private static func invalid(_ message: String) -> RPCError {
-        .refusedInput(.invalidRequest, message)
+    private static func invalid(_ message: String) -> TransferError {
+        TransferError(.invalidRequest, message)
     }
 }

@@ -2,14 +2,22 @@ import Foundation
 
 /// Any JSON value, for the RPC envelope (params, results and ids whose shape depends on the method).
 public enum JSONValue: Codable, Sendable, Equatable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number without fraction or exponent that fits in 64 bits.
     case int(Int64)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object.
     case object([String: JSONValue])
 
+    /// Decodes any JSON value.
     public init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() {
@@ -29,6 +37,7 @@ public enum JSONValue: Codable, Sendable, Equatable {
         }
     }
 
+    /// Encodes the value as it is.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {

@@ -1,57 +1,58 @@
-import CUV
 import Foundation
 
-/// One client connection of the RPC server: line framing with the 1 MiB limit, writes, and the
-/// event subscription. Owned by ``RPCServer`` (strongly) until closed; `handle.data` holds it
-/// unretained, and the handle's memory is freed in its close callback. Loop-thread only.
+/// One client connection of the RPC server: line framing with the 1 MiB limit, output in order
+/// (responses, streamed results, notifications), and the event subscription. Owned by
+/// ``RPCServer`` until closed. Loop-thread only.
 public final class RPCConnection {
     /// The largest message accepted, in bytes.
     public static let maxMessageSize = 1 << 20
     /// A subscriber whose unread output exceeds this is dropped.
     static let maxQueuedOutput = 16 << 20
 
-    let handle: UnsafeMutablePointer<uv_pipe_t>
-    unowned let server: RPCServer
+    /// A number naming the connection for its lifetime (batches belong to one connection).
+    public let number: Int
+    private let pipe: PipeStream
+    private unowned let server: RPCServer
     private var buffer: [UInt8] = []
     private var scanned = 0
     private var discarding = false
-    private(set) var closed = false
-    /// Whether `events.subscribe` was called; `subscribedIds` nil means all jobs.
+    /// Whether the connection was closed (by either side).
+    public private(set) var closed = false
+    /// Whether `events.subscribe` was called.
     public var subscribed = false
+    /// The jobs the subscription is about; nil means all jobs.
     public var subscribedIds: Set<Int64>?
 
-    init(server: RPCServer, handle: UnsafeMutablePointer<uv_pipe_t>) {
+    /// Output waiting behind a streamed result (written in order once it ends).
+    private enum Output {
+        case bytes([UInt8])
+        case stream(head: [UInt8], RPCResultStream)
+    }
+    private var queue: [Output] = []
+    private var queuedBytes = 0
+    private var streaming: RPCResultStream?
+
+    init(server: RPCServer, pipe: PipeStream, number: Int) {
         self.server = server
-        self.handle = handle
-        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        self.pipe = pipe
+        self.number = number
+        pipe.onRead = { [unowned self] bytes in self.received(bytes) }
+        pipe.onEnd = { [unowned self] in self.close() }
     }
 
-    func startReading() {
-        let stream = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
-        uv_read_start(stream, { _, suggested, buf in
-            guard let buf else { return }
-            buf.pointee.base = malloc(suggested)?.assumingMemoryBound(to: CChar.self)
-            buf.pointee.len = buf.pointee.base == nil ? 0 : suggested
-        }, { stream, nread, buf in
-            defer { if let base = buf?.pointee.base { free(base) } }
-            guard let stream, let data = stream.pointee.data else { return }
-            let conn = Unmanaged<RPCConnection>.fromOpaque(data).takeUnretainedValue()
-            if nread < 0 {
-                conn.close()
-            } else if nread > 0, let base = buf?.pointee.base {
-                conn.received(UnsafeRawBufferPointer(start: base, count: nread))
-            }
-        })
-    }
+    func startReading() { pipe.startReading() }
+
+    // MARK: - Input
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         buffer.append(contentsOf: bytes)
+        defer { server.endOfInput() }
         while !closed {
             guard let nl = buffer[scanned...].firstIndex(of: 0x0A) else {
                 scanned = buffer.count
                 if buffer.count > Self.maxMessageSize && !discarding {
                     discarding = true
-                    sendError(id: .null, RPCError(code: RPCErrorCode.tooLarge, message: "message over 1 MiB"))
+                    server.reject(self, RPCError(code: RPCErrorCode.tooLarge, message: "message over 1 MiB"))
                 }
                 if discarding {
                     buffer.removeAll(keepingCapacity: false)
@@ -68,52 +69,99 @@ public final class RPCConnection {
                 continue
             }
             if line.count > Self.maxMessageSize {
-                sendError(id: .null, RPCError(code: RPCErrorCode.tooLarge, message: "message over 1 MiB"))
+                server.reject(self, RPCError(code: RPCErrorCode.tooLarge, message: "message over 1 MiB"))
                 continue
             }
             server.handleLine(line, from: self)
         }
     }
 
-    /// Sends one JSON line.
-    func send(_ data: Data) {
+    // MARK: - Output
+
+    /// Sends one line (`bytes` without its `\n`), after any output queued before it.
+    func send(_ bytes: [UInt8]) {
         guard !closed else { return }
-        let stream = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
-        if uv_stream_get_write_queue_size(stream) > Self.maxQueuedOutput {
+        var line = bytes
+        line.append(0x0A)
+        enqueue(.bytes(line))
+    }
+
+    /// Sends a response whose result is streamed: `head` (the response up to its result), the
+    /// stream's pieces as each previous piece is flushed, then `}` and the newline.
+    func send(head: [UInt8], stream: RPCResultStream) {
+        guard !closed else { return }
+        enqueue(.stream(head: head, stream))
+    }
+
+    /// Sends a notification, or drops a subscriber that does not read its events.
+    func notify(_ bytes: [UInt8]) {
+        guard !closed else { return }
+        if pipe.writeQueueSize + queuedBytes > Self.maxQueuedOutput {
             Log.info("dropping a client that does not read its events")
             close()
             return
         }
-        let count = data.count + 1
-        guard let mem = malloc(count) else { return }
-        data.copyBytes(to: mem.assumingMemoryBound(to: UInt8.self), count: data.count)
-        mem.storeBytes(of: 0x0A, toByteOffset: data.count, as: UInt8.self)
-        let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
-        var buf = uv_buf_init(mem.assumingMemoryBound(to: CChar.self), UInt32(count))
-        // The buffer and request are freed in the write callback (the one place).
-        let rc = uv_write(req, stream, &buf, 1) { req, _ in
-            guard let req else { return }
-            free(req.pointee.data)
-            req.deallocate()
+        send(bytes)
+    }
+
+    private func enqueue(_ output: Output) {
+        if streaming == nil && queue.isEmpty {
+            start(output)
+        } else {
+            if case .bytes(let b) = output { queuedBytes += b.count }
+            queue.append(output)
         }
-        if rc < 0 {
-            free(mem)
-            req.deallocate()
-            close()
+    }
+
+    private func start(_ output: Output) {
+        switch output {
+        case .bytes(let b):
+            pipe.write(b) { [weak self] ok in
+                if !ok { self?.close() }
+            }
+        case .stream(let head, let stream):
+            streaming = stream
+            var writer = JobJSONWriter(capacity: 512 * 1024)
+            writer.raw(head)
+            writeNextPiece(stream, writer)
+        }
+    }
+
+    private func writeNextPiece(_ stream: RPCResultStream, _ start: JobJSONWriter = JobJSONWriter(capacity: 512 * 1024)) {
+        var writer = start
+        let done = stream.writeNext(into: &writer)
+        if done {
+            writer.key("}\n")
+            streaming = nil
+            pipe.write(writer.bytes) { [weak self] ok in
+                if !ok { self?.close() }
+            }
+            drainQueue()
             return
         }
-        req.pointee.data = mem
+        pipe.write(writer.bytes) { [weak self] ok in
+            guard let self, !self.closed else { return }
+            // A failed write (the peer went away) ends the connection, not just the stream.
+            guard ok else { return self.close() }
+            self.writeNextPiece(stream)
+        }
     }
 
-    func sendError(id: JSONValue, _ error: RPCError) {
-        server.respond(self, id: id, result: nil, error: error)
+    private func drainQueue() {
+        while streaming == nil, !closed, !queue.isEmpty {
+            let output = queue.removeFirst()
+            if case .bytes(let b) = output { queuedBytes -= b.count }
+            start(output)
+        }
     }
 
-    /// Closes the connection; the server forgets it.
+    /// Closes the connection; the server forgets it and its batches.
     public func close() {
         guard !closed else { return }
         closed = true
-        closeAndFree(handle)
+        streaming = nil
+        queue = []
+        pipe.close()
         server.forget(self)
     }
 }

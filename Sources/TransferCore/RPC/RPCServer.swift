@@ -1,154 +1,167 @@
-import CUV
 import Foundation
 
-/// The JSON-RPC 2.0 server on the daemon's Unix socket: serves only peers with the daemon's uid,
-/// one JSON object a line, never exits on bad input. Loop-thread only.
+/// The JSON-RPC 2.0 server on the daemon's Unix socket: one JSON object a line, only peers with the
+/// daemon's uid, never exits on bad input. It frames and parses; ``RPCRouter`` answers.
+///
+/// Answers to the lines of one read wait for one group commit (``RPCRouter/commit()``) and are
+/// then sent in order. Loop-thread only.
 public final class RPCServer {
-    /// Handles one request: method, params, and the connection (for subscriptions).
-    public typealias Handler = (_ method: String, _ params: JSONValue?, _ connection: RPCConnection) -> Result<JSONValue, RPCError>
+    /// How often idle batches are looked for (``BatchAssembler/timeout``).
+    static let batchCheckInterval: UInt64 = 1000
 
-    private let loop: EventLoop
-    private let listener: UnsafeMutablePointer<uv_pipe_t>
+    private let router: RPCRouter
+    private var listener: PipeListener?
     private var connections: [ObjectIdentifier: RPCConnection] = [:]
-    private let handler: Handler
-    private let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    private var nextConnection = 1
+    private let batchTimer: LoopTimer
     private var closed = false
 
+    /// A request answered but not sent yet: it waits for the group commit.
+    private struct PendingResponse {
+        let connection: RPCConnection
+        let id: JSONValue?
+        var outcome: Result<RPCReply, RPCError>
+        let changesJobs: Bool
+    }
+    private var pending: [PendingResponse] = []
+
     /// Binds and listens on `path` (the caller made its directory private first).
-    public init(loop: EventLoop, path: String, handler: @escaping Handler) throws {
-        self.loop = loop
-        self.handler = handler
-        listener = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
-        try UVError.check(uv_pipe_init(loop.raw, listener, 0), "uv_pipe_init")
-        listener.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        unlink(path)
-        do {
-            try UVError.check(uv_pipe_bind(listener, path), "bind \(path)")
-            chmod(path, 0o600)
-            let stream = UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_stream_t.self)
-            try UVError.check(uv_listen(stream, 128) { server, status in
-                guard status == 0, let server, let data = server.pointee.data else { return }
-                Unmanaged<RPCServer>.fromOpaque(data).takeUnretainedValue().accept()
-            }, "listen \(path)")
-        } catch {
-            closeAndFree(listener)
-            throw error
+    /// - Throws: ``UVError`` when the socket cannot be bound.
+    public init(loop: EventLoop, path: String, router: RPCRouter) throws {
+        self.router = router
+        batchTimer = LoopTimer(loop: loop)
+        listener = try PipeListener(loop: loop, path: path) { [unowned self] pipe in self.accepted(pipe) }
+        batchTimer.start(after: Self.batchCheckInterval, repeating: Self.batchCheckInterval) { [unowned self] in
+            self.router.expireBatches()
         }
+        batchTimer.unref()
     }
 
-    private func accept() {
-        let client = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
-        guard uv_pipe_init(loop.raw, client, 0) == 0 else {
-            client.deallocate()
-            return
-        }
-        let server = UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_stream_t.self)
-        let stream = UnsafeMutableRawPointer(client).assumingMemoryBound(to: uv_stream_t.self)
-        guard uv_accept(server, stream) == 0 else {
-            closeAndFree(client)
-            return
-        }
-        let fd = aft_handle_fd(asHandle(client))
-        let uid = aft_peer_uid(fd)
-        guard uid >= 0, uid_t(uid) == getuid() else {
-            Log.info("refused a connection from uid \(uid)")
-            closeAndFree(client)
-            return
-        }
-        let conn = RPCConnection(server: self, handle: client)
+    private func accepted(_ pipe: PipeStream) {
+        let conn = RPCConnection(server: self, pipe: pipe, number: nextConnection)
+        nextConnection += 1
         connections[ObjectIdentifier(conn)] = conn
         conn.startReading()
     }
 
     func forget(_ conn: RPCConnection) {
         connections[ObjectIdentifier(conn)] = nil
+        router.connectionClosed(conn)
     }
 
-    /// Parses and answers one line.
+    // MARK: - Requests
+
+    /// Answers a message that cannot be handled (over 1 MiB) with a null id.
+    func reject(_ conn: RPCConnection, _ error: RPCError) {
+        pending.append(PendingResponse(connection: conn, id: .null, outcome: .failure(error), changesJobs: false))
+    }
+
+    /// Parses one line and has the router answer it; the answer waits for ``endOfInput()``.
     func handleLine(_ line: [UInt8], from conn: RPCConnection) {
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
         let value: JSONValue
         do {
             value = try JSONDecoder().decode(JSONValue.self, from: Data(line))
         } catch {
-            respond(conn, id: .null, result: nil, error: RPCError(code: RPCErrorCode.parseError, message: "parse error: not JSON"))
-            return
+            return reject(conn, RPCError(code: RPCErrorCode.parseError, message: "parse error: not JSON"))
         }
         guard case .object(let obj) = value else {
-            respond(conn, id: .null, result: nil, error: RPCError(code: RPCErrorCode.invalidRequest, message: "a request must be a JSON object"))
-            return
+            return reject(conn, RPCError(code: RPCErrorCode.invalidRequest, message: "a request must be a JSON object"))
         }
         let id = obj["id"]
         if let id {
             switch id {
             case .string, .int, .null: break
-            default:
-                respond(conn, id: .null, result: nil, error: RPCError(code: RPCErrorCode.invalidRequest, message: "invalid id"))
-                return
+            default: return reject(conn, RPCError(code: RPCErrorCode.invalidRequest, message: "invalid id"))
             }
         }
+        func refuse(_ error: RPCError) {
+            pending.append(PendingResponse(connection: conn, id: id ?? .null, outcome: .failure(error), changesJobs: false))
+        }
         guard obj["jsonrpc"] == .string("2.0"), case .string(let method)? = obj["method"] else {
-            respond(conn, id: id ?? .null, result: nil,
-                    error: RPCError(code: RPCErrorCode.invalidRequest, message: "not a JSON-RPC 2.0 request (jsonrpc \"2.0\" and a method are required)"))
-            return
+            return refuse(RPCError(
+                code: RPCErrorCode.invalidRequest,
+                message: "not a JSON-RPC 2.0 request (jsonrpc \"2.0\" and a method are required)"))
         }
         let params = obj["params"]
         if let params {
             switch params {
             case .object, .array, .null: break
-            default:
-                respond(conn, id: id ?? .null, result: nil, error: RPCError(code: RPCErrorCode.invalidParams, message: "params must be an object"))
-                return
+            default: return refuse(RPCError(code: RPCErrorCode.invalidParams, message: "params must be an object"))
             }
         }
-        let result = handler(method, params, conn)
-        guard let id else { return }  // a notification: no answer
-        switch result {
-        case .success(let v): respond(conn, id: id, result: v, error: nil)
-        case .failure(let e): respond(conn, id: id, result: nil, error: e)
+        let answer = router.answer(method: method, params: params, connection: conn)
+        // A notification (no id) gets no answer, but its changes are committed all the same.
+        pending.append(PendingResponse(connection: conn, id: id, outcome: answer.outcome, changesJobs: answer.changesJobs))
+    }
+
+    /// Ends a read: commits once for every request answered in it, then sends the answers in order.
+    func endOfInput() {
+        guard !pending.isEmpty else { return }
+        var responses = pending
+        pending = []
+        if responses.contains(where: \.changesJobs), let failure = router.commit() {
+            for i in responses.indices where responses[i].changesJobs { responses[i].outcome = .failure(failure) }
+        }
+        for response in responses {
+            guard let id = response.id, !response.connection.closed else { continue }
+            send(response.outcome, id: id, to: response.connection)
         }
     }
 
-    private struct Response: Encodable {
+    /// The response line before its result: `{"id":ID,"jsonrpc":"2.0","result":` (sorted keys,
+    /// which the CLI relies on to stream a result).
+    private static func head(id: JSONValue) -> [UInt8] {
+        var writer = JobJSONWriter(capacity: 64)
+        writer.key("{\"id\":")
+        writer.id(id)
+        writer.key(",\"jsonrpc\":\"2.0\",\"result\":")
+        return writer.bytes
+    }
+
+    private struct ErrorResponse: Encodable {
+        let error: RPCError
         let id: JSONValue
-        let result: JSONValue?
-        let error: RPCError?
-        enum K: String, CodingKey { case jsonrpc, id, result, error }
-        func encode(to encoder: Encoder) throws {
-            var c = encoder.container(keyedBy: K.self)
-            try c.encode("2.0", forKey: .jsonrpc)
-            try c.encode(id, forKey: .id)
-            if let error { try c.encode(error, forKey: .error) } else { try c.encode(result ?? .null, forKey: .result) }
+        let jsonrpc = "2.0"
+    }
+
+    private func send(_ outcome: Result<RPCReply, RPCError>, id: JSONValue, to conn: RPCConnection) {
+        switch outcome {
+        case .success(.json(let result)):
+            var line = Self.head(id: id)
+            line += result
+            line.append(UInt8(ascii: "}"))
+            conn.send(line)
+        case .success(.stream(let stream)):
+            conn.send(head: Self.head(id: id), stream: stream)
+        case .failure(let error):
+            guard let line = try? RPCReply.encoder.encode(ErrorResponse(error: error, id: id)) else { return }
+            conn.send(Array(line))
         }
     }
 
-    func respond(_ conn: RPCConnection, id: JSONValue, result: JSONValue?, error: RPCError?) {
-        guard let data = try? encoder.encode(Response(id: id, result: result, error: error)) else { return }
-        conn.send(data)
-    }
+    // MARK: - Notifications
 
-    private struct Notification<P: Encodable>: Encodable {
-        let jsonrpc = "2.0"
-        let method: String
-        let params: P
-    }
-
-    /// Sends a notification to every subscribed connection interested in the job.
-    public func broadcast(_ method: String, job: JobSnapshot) {
+    /// Sends a notification about `job` to every subscribed connection interested in it.
+    public func broadcast(_ method: RPCMethod, job: JobSnapshot) {
         let targets = connections.values.filter { $0.subscribed && ($0.subscribedIds?.contains(job.id) ?? true) }
-        guard !targets.isEmpty, let data = try? encoder.encode(Notification(method: method, params: job)) else { return }
-        for c in targets { c.send(data) }
+        guard !targets.isEmpty else { return }
+        var writer = JobJSONWriter(capacity: 1024)
+        writer.key("{\"jsonrpc\":\"2.0\",\"method\":")
+        writer.string(method.rawValue)
+        writer.key(",\"params\":")
+        writer.write(job)
+        writer.key("}")
+        for c in targets { c.notify(writer.bytes) }
     }
 
-    /// Stops accepting and closes every connection.
+    /// Stops accepting and closes every connection (their batches are dropped).
     public func close() {
         guard !closed else { return }
         closed = true
-        closeAndFree(listener)
+        batchTimer.close()
+        listener?.close()
+        listener = nil
         for c in Array(connections.values) { c.close() }
     }
 }

@@ -1,0 +1,3 @@
+/// The engine is what the RPC handlers serve (``JobService``): its methods have the protocol's
+/// signatures.
+extension Engine: JobService {}

@@ -1,0 +1,32 @@
+/// `transfer.addMany` (SPEC "Scale"): a list queued in one transaction, or none of it.
+///
+/// `{"requests": [...]}` queues the list at once. `{"batch": ID, "requests": [...], "final": false}`
+/// parts, on one connection, are checked as they arrive and held (``BatchAssembler``); the part with
+/// `"final": true` queues the whole batch. Results: `{"batch": ID, "received": N}` for a part that
+/// is not the last; `{"jobs": [...]}` (request order) when queued. A refusal is -32602 with
+/// `data.index`, counted from the batch's first request.
+struct AddManyHandler: RPCHandler {
+    var changesJobs: Bool { true }
+
+    func handle(_ request: RPCRequest) throws -> RPCReply {
+        let params = try request.decode(AddManyParams.self)
+        let service = request.context.service
+        let requests: [TransferRequest]
+        if let batch = params.batch {
+            guard let final = params.final else { throw RPCError.invalidParams("missing final (a batch part needs it)") }
+            let outcome = try request.context.batches.receive(
+                owner: request.connection.number, batch: batch, requests: params.requests, final: final,
+                check: service.prevalidate)
+            switch outcome {
+            case .partial(let received):
+                return try .encoding(AddManyPartResult(batch: batch, received: received))
+            case .complete(let all):
+                requests = all
+            }
+        } else {
+            try BatchAssembler.checkDistinctDestinations(params.requests)
+            requests = params.requests
+        }
+        return .stream(JobArrayStream(jobs: try service.addMany(requests)))
+    }
+}

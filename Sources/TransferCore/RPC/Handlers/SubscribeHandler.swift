@@ -1,0 +1,10 @@
+/// `events.subscribe`: params `ids` (all jobs when absent); result `{"subscribed": true}`. The
+/// connection then receives `transfer.progress` and `transfer.state` notifications.
+struct SubscribeHandler: RPCHandler {
+    func handle(_ request: RPCRequest) throws -> RPCReply {
+        let params = try request.decode(SubscribeParams.self)
+        request.connection.subscribed = true
+        request.connection.subscribedIds = params.ids.map(Set.init)
+        return .json(Array(#"{"subscribed":true}"#.utf8))
+    }
+}

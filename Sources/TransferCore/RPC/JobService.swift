@@ -1,0 +1,24 @@
+/// What the RPC handlers need from the transfer engine. Loop-thread only.
+public protocol JobService: AnyObject {
+    /// Validates and queues one job. Throws `TransferError` for refused input.
+    func add(_ request: TransferRequest) throws -> JobSnapshot
+    /// Checks one request as `add` would (validation, destination clashes with stored jobs)
+    /// without queuing it. Throws `TransferError`.
+    func prevalidate(_ request: TransferRequest) throws
+    /// Queues all requests in one transaction, or none. Throws `BatchRefusal` naming the first refused index (from 0).
+    func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot]
+    /// One job's object, or nil.
+    func job(_ id: Int64) -> JobSnapshot?
+    /// Up to `limit` jobs with id > `after` (nil: from the start), in id order, optionally in one state.
+    func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot]
+    /// Applies a control action to each id (SPEC "Control commands").
+    func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) -> ControlResult
+    /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
+    func curlCommand(_ id: Int64) -> String?
+    /// Number of jobs in each state (every state present).
+    func counts() -> [TransferState: Int]
+    /// Whether the network is reachable.
+    var isReachable: Bool { get }
+    /// Commits the changes made so far in this loop pass (group commit); responses are sent after it.
+    func commit() throws
+}

@@ -1,0 +1,89 @@
+/// One RPC method's handler (pueue's habit: one file per request kind, in `RPC/Handlers/`).
+/// Loop-thread only.
+public protocol RPCHandler {
+    /// Whether the method may change jobs: its answer waits for the group commit and turns into an
+    /// error if the commit fails.
+    var changesJobs: Bool { get }
+    /// Answers one request. Anything thrown is mapped to a JSON-RPC error by the router
+    /// (``RPCError/init(mapping:)``), the one place that knows the wire's error codes.
+    func handle(_ request: RPCRequest) throws -> RPCReply
+}
+
+extension RPCHandler {
+    /// Most methods only read.
+    public var changesJobs: Bool { false }
+}
+
+/// One request as a handler sees it: its params, the connection it came on, and the daemon.
+public struct RPCRequest {
+    /// The params as sent (an object, an array, null, or absent).
+    public var params: JSONValue?
+    /// The connection (for subscriptions and batches).
+    public var connection: RPCConnection
+    /// The daemon's services.
+    public var context: RPCContext
+
+    /// Decodes the params as `T` (absent params as `{}`).
+    /// - Throws: ``RPCError/invalidParams(_:)`` naming the field that does not fit.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        do {
+            return try (params ?? .object([:])).decode(as: T.self)
+        } catch {
+            throw RPCError.invalidParams(Self.describe(error))
+        }
+    }
+
+    private static func describe(_ error: Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): return "missing \(key.stringValue)"
+        case DecodingError.typeMismatch(_, let ctx), DecodingError.valueNotFound(_, let ctx):
+            return "wrong type for \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.dataCorrupted(let ctx):
+            return "bad value for \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
+        default: return "\(error)"
+        }
+    }
+}
+
+/// What handlers share: the engine, the daemon's facts, the batches being assembled, and the way
+/// to stop. Loop-thread only.
+public final class RPCContext {
+    /// The daemon's facts for `daemon.status`.
+    public struct DaemonInfo: Sendable {
+        /// The home directory.
+        public var home: String
+        /// The socket path.
+        public var socket: String
+        /// `--max-active`.
+        public var maxActive: Int
+        /// When the daemon started, RFC 3339 UTC.
+        public var startedAt: String
+        /// Creates the facts.
+        public init(home: String, socket: String, maxActive: Int, startedAt: String) {
+            self.home = home
+            self.socket = socket
+            self.maxActive = maxActive
+            self.startedAt = startedAt
+        }
+    }
+
+    /// The transfer engine.
+    public let service: JobService
+    /// The daemon's facts.
+    public let info: DaemonInfo
+    /// `transfer.addMany` batches waiting for their final part.
+    public let batches: BatchAssembler
+    /// Asks the daemon to stop (after the current answers are sent).
+    public let requestShutdown: () -> Void
+
+    /// Creates the context.
+    public init(
+        service: JobService, info: DaemonInfo, batches: BatchAssembler = BatchAssembler(),
+        requestShutdown: @escaping () -> Void
+    ) {
+        self.service = service
+        self.info = info
+        self.batches = batches
+        self.requestShutdown = requestShutdown
+    }
+}

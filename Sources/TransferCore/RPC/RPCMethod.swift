@@ -1,0 +1,56 @@
+/// The methods and notifications of the JSON-RPC API (`docs/rpc.md`). A case is its wire name in
+/// camel case (`transfer.addMany` is ``transferAddMany``).
+public enum RPCMethod: String, CaseIterable, Sendable {
+    /// Queues one job; result: the job object.
+    case transferAdd = "transfer.add"
+    /// Queues a list of jobs in one transaction, in one message or in parts of a batch.
+    case transferAddMany = "transfer.addMany"
+    /// The job objects, in id order, streamed as one array.
+    case transferList = "transfer.list"
+    /// One job object.
+    case transferGet = "transfer.get"
+    /// Pauses jobs.
+    case transferPause = "transfer.pause"
+    /// Resumes paused jobs.
+    case transferResume = "transfer.resume"
+    /// Cancels jobs.
+    case transferCancel = "transfer.cancel"
+    /// Retries failed or cancelled jobs.
+    case transferRetry = "transfer.retry"
+    /// Removes jobs.
+    case transferRemove = "transfer.remove"
+    /// A job's equivalent curl command, secrets redacted.
+    case transferCurl = "transfer.curl"
+    /// The daemon's status.
+    case daemonStatus = "daemon.status"
+    /// Stops the daemon as SIGTERM does.
+    case daemonShutdown = "daemon.shutdown"
+    /// Subscribes the connection to job notifications.
+    case eventsSubscribe = "events.subscribe"
+    /// Notification: a running job's progress (params: the job object).
+    case transferProgress = "transfer.progress"
+    /// Notification: a job changed state (params: the job object).
+    case transferState = "transfer.state"
+
+    /// Whether this is a notification the daemon sends, not a method a client calls.
+    public var isNotification: Bool { self == .transferProgress || self == .transferState }
+}
+
+// MARK: - Transitional names
+
+/// The method names as `String` constants, as the engine and the CLI used them before
+/// ``RPCMethod`` became an enum. Transitional: delete once `Engine/`, `Sources/aftransfer/` and
+/// `RPCClient.swift` use the cases (or `rawValue`).
+extension RPCMethod {
+    public static let add = RPCMethod.transferAdd.rawValue
+    public static let list = RPCMethod.transferList.rawValue
+    public static let get = RPCMethod.transferGet.rawValue
+    public static let pause = RPCMethod.transferPause.rawValue
+    public static let resume = RPCMethod.transferResume.rawValue
+    public static let cancel = RPCMethod.transferCancel.rawValue
+    public static let retry = RPCMethod.transferRetry.rawValue
+    public static let remove = RPCMethod.transferRemove.rawValue
+    public static let subscribe = RPCMethod.eventsSubscribe.rawValue
+    public static let progressEvent = RPCMethod.transferProgress.rawValue
+    public static let stateEvent = RPCMethod.transferState.rawValue
+}

@@ -1,0 +1,104 @@
+import Foundation
+
+/// What a handler answers: a result as JSON bytes, or a result too large to hold at once, written
+/// piece by piece (``RPCResultStream``).
+public enum RPCReply {
+    /// A result already encoded as JSON.
+    case json([UInt8])
+    /// A result written piece by piece, each piece asked for when the previous one was flushed.
+    case stream(RPCResultStream)
+
+    /// The encoder of results and errors: sorted keys (the CLI relies on the order of a
+    /// response's keys), slashes as they are.
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+
+    /// A result encoded by `JSONEncoder` (small results).
+    public static func encoding<T: Encodable>(_ value: T) throws -> RPCReply {
+        .json(Array(try encoder.encode(value)))
+    }
+
+    /// One job object as the result.
+    public static func job(_ job: JobSnapshot) -> RPCReply {
+        var writer = JobJSONWriter(capacity: 1024)
+        writer.write(job)
+        return .json(writer.bytes)
+    }
+}
+
+/// A result written piece by piece, so that a large one (`transfer.list` of 100,000 jobs) never
+/// sits in memory at once and other requests are served between its pieces. Loop-thread only.
+public protocol RPCResultStream: AnyObject {
+    /// Appends the next piece of the result's JSON to `writer`.
+    /// - Returns: true when the result is complete.
+    func writeNext(into writer: inout JobJSONWriter) -> Bool
+}
+
+/// `transfer.list`'s result: a JSON array of the job objects in id order, read a page at a time.
+final class JobListStream: RPCResultStream {
+    /// Jobs read and written per piece.
+    static let pageSize = 500
+
+    private let service: JobService
+    private let state: TransferState?
+    private var remaining: Int
+    private var after: Int64?
+    private var written = 0
+    private var started = false
+
+    /// A stream of the jobs in `state` (all when nil), at most `limit` (all when nil).
+    init(service: JobService, state: TransferState?, limit: Int?) {
+        self.service = service
+        self.state = state
+        self.remaining = limit ?? Int.max
+    }
+
+    func writeNext(into writer: inout JobJSONWriter) -> Bool {
+        if !started {
+            started = true
+            writer.key("[")
+        }
+        let want = min(Self.pageSize, remaining)
+        let page = want > 0 ? service.jobs(state: state, after: after, limit: want) : []
+        for job in page {
+            if written > 0 { writer.key(",") }
+            writer.write(job)
+            written += 1
+        }
+        remaining -= page.count
+        after = page.last?.id ?? after
+        if page.count < want || remaining == 0 {
+            writer.key("]")
+            return true
+        }
+        return false
+    }
+}
+
+/// A result holding jobs already in memory, `{"jobs":[...]}` (`transfer.addMany`), written a page
+/// at a time so that the bytes of 100,000 jobs never sit in memory at once.
+final class JobArrayStream: RPCResultStream {
+    private let jobs: [JobSnapshot]
+    private var next = 0
+
+    /// A stream of `jobs` in their order.
+    init(jobs: [JobSnapshot]) { self.jobs = jobs }
+
+    func writeNext(into writer: inout JobJSONWriter) -> Bool {
+        if next == 0 { writer.key("{\"jobs\":[") }
+        let end = min(jobs.count, next + JobListStream.pageSize)
+        for i in next..<end {
+            if i > 0 { writer.key(",") }
+            writer.write(jobs[i])
+        }
+        next = end
+        if next == jobs.count {
+            writer.key("]}")
+            return true
+        }
+        return false
+    }
+}
