@@ -17,7 +17,8 @@ final class BatchAssemblerTests: XCTestCase {
 
     func testThatPartsAreHeldUntilTheFinalPartThenReturnedInOrder() throws {
         XCTAssertEqual(
-            try assembler.receive(owner: 1, batch: "b", requests: [download("a"), download("b")], final: false, check: accept),
+            try assembler.receive(
+                owner: 1, batch: "b", requests: [download("a"), download("b")], final: false, check: accept),
             .partial(received: 2))
         XCTAssertEqual(
             try assembler.receive(owner: 1, batch: "b", requests: [download("c")], final: false, check: accept),
@@ -30,17 +31,21 @@ final class BatchAssemblerTests: XCTestCase {
     }
 
     func testThatARefusedRequestIsNamedByItsIndexInTheBatchAndDropsTheBatch() throws {
-        _ = try assembler.receive(owner: 1, batch: "b", requests: [download("a"), download("b")], final: false, check: accept)
+        _ = try assembler.receive(
+            owner: 1, batch: "b", requests: [download("a"), download("b")], final: false, check: accept)
         XCTAssertThrowsError(
             try assembler.receive(owner: 1, batch: "b", requests: [download("c"), download("bad")], final: false) { r in
                 if r.url.hasSuffix("bad") { throw TransferError(.invalidRequest, "url: bad") }
             }
         ) { error in
-            XCTAssertEqual(error as? BatchRefusal, BatchRefusal(index: 3, error: TransferError(.invalidRequest, "url: bad")))
+            XCTAssertEqual(
+                error as? BatchRefusal, BatchRefusal(index: 3, error: TransferError(.invalidRequest, "url: bad")))
         }
         XCTAssertEqual(assembler.count, 0)
         // A later part of the dropped batch is refused, never queued as a new batch.
-        XCTAssertThrowsError(try assembler.receive(owner: 1, batch: "b", requests: [download("e")], final: true, check: accept)) {
+        XCTAssertThrowsError(
+            try assembler.receive(owner: 1, batch: "b", requests: [download("e")], final: true, check: accept)
+        ) {
             XCTAssertEqual(($0 as? RPCError)?.code, RPCErrorCode.invalidParams)
         }
     }
@@ -48,12 +53,15 @@ final class BatchAssemblerTests: XCTestCase {
     func testThatTwoRequestsOfABatchWithOneDestinationAreRefused() throws {
         _ = try assembler.receive(owner: 1, batch: "b", requests: [download("a")], final: false, check: accept)
         XCTAssertThrowsError(
-            try assembler.receive(owner: 1, batch: "b", requests: [download("b"), download("a")], final: true, check: accept)
+            try assembler.receive(
+                owner: 1, batch: "b", requests: [download("b"), download("a")], final: true, check: accept)
         ) { error in
             XCTAssertEqual((error as? BatchRefusal)?.index, 2)
             XCTAssertEqual((error as? BatchRefusal)?.error.code, .destinationExists)
         }
-        XCTAssertThrowsError(try BatchAssembler.checkDistinctDestinations([download("x"), download("y"), download("x")])) {
+        XCTAssertThrowsError(
+            try BatchAssembler.checkDistinctDestinations([download("x"), download("y"), download("x")])
+        ) {
             XCTAssertEqual(($0 as? BatchRefusal)?.index, 2)
         }
     }
@@ -80,7 +88,8 @@ final class BatchAssemblerTests: XCTestCase {
         assembler.drop(owner: 1)
         XCTAssertEqual(assembler.count, 1)
         XCTAssertEqual(
-            try assembler.receive(owner: 2, batch: "b", requests: [], final: true, check: accept), .complete([download("a")]))
+            try assembler.receive(owner: 2, batch: "b", requests: [], final: true, check: accept),
+            .complete([download("a")]))
         // The number of a closed connection is never reused, but a dropped batch is forgotten with it.
         XCTAssertEqual(
             try assembler.receive(owner: 1, batch: "b", requests: [download("z")], final: true, check: accept),

@@ -55,27 +55,36 @@ final class DaemonRunTests: XCTestCase {
         XCTAssertEqual(daemon.pid, getpid())
         XCTAssertEqual(Set(daemon.jobs.keys), Set(TransferState.allCases.map(\.rawValue)))
         XCTAssertEqual(try client.call(method: .transferList), .array([]))
-        XCTAssertEqual(try client.call(method: .transferList, params: .object(["limit": .int(5), "state": .string("queued")])), .array([]))
+        XCTAssertEqual(
+            try client.call(method: .transferList, params: .object(["limit": .int(5), "state": .string("queued")])),
+            .array([]))
 
         // A refused request of a list names its index, and nothing is queued.
         var good = TransferRequest(url: "http://127.0.0.1:9/a")
         good.destination = home + "/a"
         var bad = TransferRequest(url: "ftp://127.0.0.1/b")
         bad.destination = home + "/b"
-        let refusal = rpcError { try client.call(method: .transferAddMany, params: AddManyParams(requests: [good, bad]), as: JSONValue.self) }
+        let refusal = rpcError {
+            try client.call(method: .transferAddMany, params: AddManyParams(requests: [good, bad]), as: JSONValue.self)
+        }
         XCTAssertEqual(refusal?.code, RPCErrorCode.invalidParams)
         XCTAssertEqual(refusal?.data, .object(["code": .string("invalid_request"), "index": .int(1)]))
         // So is a part of a batch, counted from the batch's first request.
         let part = try client.call(
-            method: .transferAddMany, params: AddManyParams(requests: [good], batch: "B1", final: false), as: AddManyPartResult.self)
+            method: .transferAddMany, params: AddManyParams(requests: [good], batch: "B1", final: false),
+            as: AddManyPartResult.self)
         XCTAssertEqual(part, AddManyPartResult(batch: "B1", received: 1))
         let late = rpcError {
-            try client.call(method: .transferAddMany, params: AddManyParams(requests: [good], batch: "B1", final: true), as: JSONValue.self)
+            try client.call(
+                method: .transferAddMany, params: AddManyParams(requests: [good], batch: "B1", final: true),
+                as: JSONValue.self)
         }
         XCTAssertEqual(late?.data, .object(["code": .string("destination_exists"), "index": .int(1)]))
         XCTAssertEqual(try client.call(method: .transferList), .array([]))
 
-        XCTAssertEqual(rpcError { try client.call(method: .transferGet, params: GetParams(id: 99), as: JSONValue.self) }?.code, RPCErrorCode.notFound)
+        XCTAssertEqual(
+            rpcError { try client.call(method: .transferGet, params: GetParams(id: 99), as: JSONValue.self) }?.code,
+            RPCErrorCode.notFound)
         XCTAssertEqual(rpcError { try client.call(method: "no.such") }?.code, RPCErrorCode.methodNotFound)
 
         XCTAssertEqual(try client.call(method: .daemonShutdown), .object([:]))

@@ -49,7 +49,8 @@ final class JobJSONWriterTests: XCTestCase {
         case 5: return 1e15 + r.unit() * 1e22
         case 6:
             return r.pick([
-                0.5, 0.1, 0.001, 123456.7, 1e-5, 1e16, 1.5e300, Double.leastNonzeroMagnitude, Double.greatestFiniteMagnitude,
+                0.5, 0.1, 0.001, 123456.7, 1e-5, 1e16, 1.5e300, Double.leastNonzeroMagnitude,
+                Double.greatestFiniteMagnitude,
             ])
         case 7: return Double(Int64(bitPattern: r.next()))
         default: return -1e6 + r.unit() * 1e9
@@ -112,7 +113,8 @@ final class JobJSONWriterTests: XCTestCase {
             XCTAssertNotNil(parsedActual, "snapshot \(n) does not parse")
             XCTAssertEqual(parsedActual, parsedExpected, "snapshot \(n): \(String(decoding: actual, as: UTF8.self))")
             XCTAssertEqual(
-                String(decoding: actual, as: UTF8.self), String(decoding: expected, as: UTF8.self), "snapshot \(n), bytes")
+                String(decoding: actual, as: UTF8.self), String(decoding: expected, as: UTF8.self),
+                "snapshot \(n), bytes")
             if parsedActual != parsedExpected { return }
         }
     }
@@ -165,8 +167,10 @@ final class JobJSONWriterTests: XCTestCase {
         var encoded = 0
         for job in jobs { encoded += try encoder.encode(job).count }
         let encoderSeconds = Date().timeIntervalSince(t1)
-        print(String(
-            format: "JobJSONWriter: 100000 jobs, %d bytes in %.3f s (%.2f µs/job); JSONEncoder: %d bytes in %.3f s (%.2f µs/job)",
-            writer.bytes.count, writerSeconds, writerSeconds * 10, encoded, encoderSeconds, encoderSeconds * 10))
+        print(
+            String(
+                format:
+                    "JobJSONWriter: 100000 jobs, %d bytes in %.3f s (%.2f µs/job); JSONEncoder: %d bytes in %.3f s (%.2f µs/job)",
+                writer.bytes.count, writerSeconds, writerSeconds * 10, encoded, encoderSeconds, encoderSeconds * 10))
     }
 }

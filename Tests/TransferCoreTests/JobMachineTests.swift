@@ -17,7 +17,8 @@ final class JobMachineTests: XCTestCase {
     private func apply(
         _ event: JobEvent, _ f: JobFacts, reachable: Bool = true, finishing: Bool = false
     ) -> Result<JobTransition, JobRefusal> {
-        JobMachine.transition(event, f, MachineContext(now: now, isReachable: reachable, jitter: 0, attemptFinishing: finishing))
+        JobMachine.transition(
+            event, f, MachineContext(now: now, isReachable: reachable, jitter: 0, attemptFinishing: finishing))
     }
 
     private func success(_ r: Result<JobTransition, JobRefusal>, file: StaticString = #filePath, line: UInt = #line)
@@ -68,7 +69,8 @@ final class JobMachineTests: XCTestCase {
 
     func testThatARetryableFailureWaitsOnABackoffTimerAndSpendsARetry() throws {
         let err = TransferError(.network, "reset")
-        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running, retriesUsed: 2))))
+        let t = try XCTUnwrap(
+            success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running, retriesUsed: 2))))
         XCTAssertEqual(t.patch.state, .waiting)
         XCTAssertEqual(t.patch.retriesUsed, 3)
         XCTAssertEqual(t.patch.waitReason, .some(.backoff))
@@ -85,7 +87,8 @@ final class JobMachineTests: XCTestCase {
 
     func testThatANetworkFailureWhileOfflineWaitsForTheNetworkWithoutSpendingARetry() throws {
         let err = TransferError(.network, "unreachable")
-        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running), reachable: false)))
+        let t = try XCTUnwrap(
+            success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running), reachable: false)))
         XCTAssertEqual(t.patch.state, .waiting)
         XCTAssertEqual(t.patch.waitReason, .some(.offline))
         XCTAssertNil(t.patch.retriesUsed)
@@ -94,7 +97,8 @@ final class JobMachineTests: XCTestCase {
 
     func testThatRetriesUsedUpFailTheJobAsNotRetryable() throws {
         let err = TransferError(.timeout, "stalled")
-        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running, retriesUsed: 8))))
+        let t = try XCTUnwrap(
+            success(apply(.attemptEnded(.failed(err, retryAfter: nil)), job(.running, retriesUsed: 8))))
         XCTAssertEqual(t.patch.state, .failed)
         XCTAssertEqual(t.patch.error??.retryable, false)
     }
@@ -150,7 +154,9 @@ final class JobMachineTests: XCTestCase {
     func testThatTimersAndTheNetworkQueueOnlyJobsWaitingForThem() {
         XCTAssertEqual(success(apply(.retryDue, job(.waiting, waitReason: .backoff)))?.patch.state, .queued)
         XCTAssertEqual(success(apply(.networkReturned, job(.waiting, waitReason: .offline)))?.patch.state, .queued)
-        if case .success = apply(.retryDue, job(.waiting, waitReason: .offline)) { XCTFail("a timer woke an offline job") }
+        if case .success = apply(.retryDue, job(.waiting, waitReason: .offline)) {
+            XCTFail("a timer woke an offline job")
+        }
         if case .success = apply(.networkReturned, job(.waiting, waitReason: .backoff)) {
             XCTFail("the network woke a backoff job")
         }

@@ -106,11 +106,16 @@ final class RPCServerTests: XCTestCase {
         XCTAssertTrue(line.starts(with: Array(#"{"id":7,"jsonrpc":"2.0","result":[{"attempts":1,"#.utf8)))
         // The list is not done, and another client is answered meanwhile.
         let other = try RPCClient.connect(path: path, timeout: 10)
-        XCTAssertEqual(try other.call(method: .daemonStatus, params: [String: String](), as: DaemonStatus.self).jobs["completed"], 100_000)
+        XCTAssertEqual(
+            try other.call(method: .daemonStatus, params: [String: String](), as: DaemonStatus.self).jobs["completed"],
+            100_000)
         other.close()
         line += socket.readLine()
         let seconds = Date().timeIntervalSince(started)
-        print(String(format: "transfer.list of 100000 jobs: %d bytes in %.3f s; %@", line.count, seconds, Self.memory("VmHWM")))
+        print(
+            String(
+                format: "transfer.list of 100000 jobs: %d bytes in %.3f s; %@", line.count, seconds,
+                Self.memory("VmHWM")))
         XCTAssertEqual(line.last, 0x0A)
         let response = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
         let jobs = try XCTUnwrap(response["result"] as? [[String: Any]])

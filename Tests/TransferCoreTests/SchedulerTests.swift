@@ -3,7 +3,9 @@ import XCTest
 @testable import TransferCore
 
 final class SchedulerTests: XCTestCase {
-    private func facts(_ id: Int64, _ state: TransferState = .queued, priority: Int = 0, dest: String? = nil) -> JobFacts {
+    private func facts(_ id: Int64, _ state: TransferState = .queued, priority: Int = 0, dest: String? = nil)
+        -> JobFacts
+    {
         JobFacts(id: id, kind: .download, state: state, priority: priority, destination: dest ?? "/d/\(id)")
     }
 

@@ -9,7 +9,8 @@ import XCTest
 /// Every later migration must open it and keep its jobs as they were.
 final class StoreUpgradeTests: XCTestCase {
     func testThatADatabaseWrittenByTheFirstDaemonOpensWithItsJobsIntact() throws {
-        let fixture = try XCTUnwrap(Bundle.module.url(forResource: "transfers-v1", withExtension: "sqlite", subdirectory: "Fixtures"))
+        let fixture = try XCTUnwrap(
+            Bundle.module.url(forResource: "transfers-v1", withExtension: "sqlite", subdirectory: "Fixtures"))
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("aft-upgrade-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -75,7 +76,8 @@ final class StoreUpgradeTests: XCTestCase {
     }
 
     private func copyFixture(_ name: String) throws -> URL {
-        let fixture = try XCTUnwrap(Bundle.module.url(forResource: name, withExtension: "sqlite", subdirectory: "Fixtures"))
+        let fixture = try XCTUnwrap(
+            Bundle.module.url(forResource: name, withExtension: "sqlite", subdirectory: "Fixtures"))
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("aft-upgrade-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let copy = dir.appendingPathComponent("transfers.sqlite")

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import TransferCore
 
 final class TransferStateTests: XCTestCase {

@@ -62,23 +62,27 @@ public final class CurlEasy {
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         set(CURLOPT_HEADERDATA, pointer: me)
-        set(CURLOPT_HEADERFUNCTION, callback: { ptr, size, n, ud in
-            guard let ptr, let ud else { return 0 }
-            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
-            let buffer = UnsafeRawBufferPointer(start: ptr, count: size * n)
-            return easy.onHeader?(buffer) == false ? 0 : size * n
-        })
+        set(
+            CURLOPT_HEADERFUNCTION,
+            callback: { ptr, size, n, ud in
+                guard let ptr, let ud else { return 0 }
+                let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+                let buffer = UnsafeRawBufferPointer(start: ptr, count: size * n)
+                return easy.onHeader?(buffer) == false ? 0 : size * n
+            })
         set(CURLOPT_WRITEDATA, pointer: me)
-        set(CURLOPT_WRITEFUNCTION, callback: { ptr, size, n, ud in
-            guard let ptr, let ud else { return 0 }
-            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
-            guard let onBody = easy.onBody else { return size * n }
-            switch onBody(UnsafeRawBufferPointer(start: ptr, count: size * n)) {
-            case .accept: return size * n
-            case .pause: return Int(CURL_WRITEFUNC_PAUSE)
-            case .abort: return 0
-            }
-        })
+        set(
+            CURLOPT_WRITEFUNCTION,
+            callback: { ptr, size, n, ud in
+                guard let ptr, let ud else { return 0 }
+                let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+                guard let onBody = easy.onBody else { return size * n }
+                switch onBody(UnsafeRawBufferPointer(start: ptr, count: size * n)) {
+                case .accept: return size * n
+                case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+                case .abort: return 0
+                }
+            })
     }
 
     /// The easy handle behind a `CURL*` that ``CurlMulti`` reports, from `CURLOPT_PRIVATE`.
@@ -119,11 +123,16 @@ public final class CurlEasy {
             set(CURLOPT_CERTINFO, 1)
             set(CURLOPT_FRESH_CONNECT, 1)
             set(CURLOPT_PREREQDATA, pointer: Unmanaged.passUnretained(self).toOpaque())
-            if aft_easy_setopt_prereq_cb(handle, { clientp, _, _, _, _ in
-                guard let clientp else { return 1 }
-                let easy = Unmanaged<CurlEasy>.fromOpaque(clientp).takeUnretainedValue()
-                return easy.onPrerequest?() == false ? 1 : 0  // 1: CURL_PREREQFUNC_ABORT
-            }) != CURLE_OK { failed.append("PREREQFUNCTION") }
+            if aft_easy_setopt_prereq_cb(
+                handle,
+                { clientp, _, _, _, _ in
+                    guard let clientp else { return 1 }
+                    let easy = Unmanaged<CurlEasy>.fromOpaque(clientp).takeUnretainedValue()
+                    return easy.onPrerequest?() == false ? 1 : 0  // 1: CURL_PREREQFUNC_ABORT
+                }) != CURLE_OK
+            {
+                failed.append("PREREQFUNCTION")
+            }
         }
         if let from = o.rangeFrom { set(CURLOPT_RANGE, "\(from)-") }
         switch o.body {
@@ -151,23 +160,32 @@ public final class CurlEasy {
         let me = Unmanaged.passUnretained(self).toOpaque()
         set(CURLOPT_UPLOAD_BUFFERSIZE, bufferSize)
         set(CURLOPT_READDATA, pointer: me)
-        set(CURLOPT_READFUNCTION, callback: { ptr, size, n, ud in
-            guard let ptr, let ud else { return Int(CURL_READFUNC_ABORT) }
-            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
-            guard let onRead = easy.onRead else { return Int(CURL_READFUNC_ABORT) }
-            switch onRead(UnsafeMutableRawBufferPointer(start: ptr, count: size * n)) {
-            case .bytes(let k): return k
-            case .pause: return Int(CURL_READFUNC_PAUSE)
-            case .abort: return Int(CURL_READFUNC_ABORT)
-            }
-        })
+        set(
+            CURLOPT_READFUNCTION,
+            callback: { ptr, size, n, ud in
+                guard let ptr, let ud else { return Int(CURL_READFUNC_ABORT) }
+                let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+                guard let onRead = easy.onRead else { return Int(CURL_READFUNC_ABORT) }
+                switch onRead(UnsafeMutableRawBufferPointer(start: ptr, count: size * n)) {
+                case .bytes(let k): return k
+                case .pause: return Int(CURL_READFUNC_PAUSE)
+                case .abort: return Int(CURL_READFUNC_ABORT)
+                }
+            })
         set(CURLOPT_SEEKDATA, pointer: me)
-        if aft_easy_setopt_seek_cb(handle, { ud, offset, origin in
-            guard let ud else { return Int32(CURL_SEEKFUNC_FAIL) }
-            let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
-            guard offset == 0, origin == SEEK_SET, easy.onRewind?() == true else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
-            return Int32(CURL_SEEKFUNC_OK)
-        }) != CURLE_OK { failed.append("SEEKFUNCTION") }
+        if aft_easy_setopt_seek_cb(
+            handle,
+            { ud, offset, origin in
+                guard let ud else { return Int32(CURL_SEEKFUNC_FAIL) }
+                let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+                guard offset == 0, origin == SEEK_SET, easy.onRewind?() == true else {
+                    return Int32(CURL_SEEKFUNC_CANTSEEK)
+                }
+                return Int32(CURL_SEEKFUNC_OK)
+            }) != CURLE_OK
+        {
+            failed.append("SEEKFUNCTION")
+        }
     }
 
     /// Resumes a transfer that a callback paused. Never call from inside a curl callback.
@@ -224,7 +242,9 @@ public final class CurlEasy {
 
     /// The PEM text of each certificate of the connection's chain (needs `inspectsCertificates`).
     public var certificateChainPEM: [String] {
-        (0..<aft_certinfo_count(handle)).compactMap { i in aft_certinfo_pem(handle, Int32(i)).map { String(cString: $0) } }
+        (0..<aft_certinfo_count(handle)).compactMap { i in
+            aft_certinfo_pem(handle, Int32(i)).map { String(cString: $0) }
+        }
     }
 
     private func info(double what: CURLINFO) -> Double? {

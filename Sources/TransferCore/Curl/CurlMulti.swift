@@ -108,10 +108,12 @@ public final class CurlMulti {
             return
         }
         // A 0 ms timer stalls libuv's other timers (INTEROP): clamp to 1 ms, never act inline.
-        uv_timer_start(timer, { t in
-            guard let t, let data = t.pointee.data else { return }
-            Unmanaged<CurlMulti>.fromOpaque(data).takeUnretainedValue().action(CURL_SOCKET_TIMEOUT, 0)
-        }, UInt64(max(ms, 1)), 0)
+        uv_timer_start(
+            timer,
+            { t in
+                guard let t, let data = t.pointee.data else { return }
+                Unmanaged<CurlMulti>.fromOpaque(data).takeUnretainedValue().action(CURL_SOCKET_TIMEOUT, 0)
+            }, UInt64(max(ms, 1)), 0)
     }
 
     private func action(_ fd: curl_socket_t, _ flags: Int32) {
@@ -133,7 +135,8 @@ public final class CurlMulti {
         for (handle, code) in finished {
             curl_multi_remove_handle(multi, handle)
             guard let easy = CurlEasy.owner(of: handle) else { continue }
-            let error = code == CURLE_OK
+            let error =
+                code == CURLE_OK
                 ? nil : CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: easy.message(for: code))
             withExtendedLifetime(easy) { easy.onDone?(error) }
         }

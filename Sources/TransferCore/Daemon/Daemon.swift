@@ -74,7 +74,9 @@ public final class Daemon {
         if flock(lockFD, LOCK_EX | LOCK_NB) != 0 {
             var buf = [UInt8](repeating: 0, count: 32)
             let n = read(lockFD, &buf, 31)
-            let pid = n > 0 ? String(decoding: buf.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
+            let pid =
+                n > 0
+                ? String(decoding: buf.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
             return fail("another aftransferd (pid \(pid)) is already running for \(paths.home)")
         }
         ftruncate(lockFD, 0)
@@ -108,7 +110,9 @@ public final class Daemon {
             }
             if config.watchNetwork {
                 do {
-                    let m = try NetworkMonitor(loop: loop.raw) { [unowned engine] reachable in engine.setReachable(reachable) }
+                    let m = try NetworkMonitor(loop: loop.raw) { [unowned engine] reachable in
+                        engine.setReachable(reachable)
+                    }
                     monitor = m
                     engine.setReachable(m.isReachable)
                 } catch {
@@ -116,10 +120,11 @@ public final class Daemon {
                 }
             }
             for sig in [SIGTERM, SIGINT] {
-                signals.append(SignalWatcher(loop: loop, signal: sig) { [unowned self] s in
-                    Log.info("signal \(s): stopping")
-                    self.shutdown()
-                })
+                signals.append(
+                    SignalWatcher(loop: loop, signal: sig) { [unowned self] s in
+                        Log.info("signal \(s): stopping")
+                        self.shutdown()
+                    })
             }
             engine.start()
         } catch {

@@ -82,7 +82,9 @@ struct Destination {
     /// (coalesced) fsync of the directory; `done(nil)` when both are done.
     /// The caller has already recorded that the job is finalizing (bookkeeping before the rename
     /// is what lets recovery recognize a rename that a crash interrupted).
-    func moveIntoPlace(from part: String, replace: Bool, syncer: DirectorySyncer, _ done: @escaping (TransferError?) -> Void) {
+    func moveIntoPlace(
+        from part: String, replace: Bool, syncer: DirectorySyncer, _ done: @escaping (TransferError?) -> Void
+    ) {
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !replace || isDir.boolValue {
             done(TransferError(.destinationExists, "\(path) exists", retryable: false))

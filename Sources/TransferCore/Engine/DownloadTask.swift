@@ -134,7 +134,9 @@ final class DownloadTask: TransferTask {
         let dir = record.request.directory ?? FileManager.default.currentDirectoryPath
         let name = SuggestedFilename.suggest(contentDisposition: header("content-disposition"), url: record.url)
         let dest = Destination(path: (dir as NSString).appendingPathComponent(name))
-        if let err = dest.clash(replace: record.request.replace == true, heldBy: engine.holder(of: dest.path, except: jobId)) {
+        if let err = dest.clash(
+            replace: record.request.replace == true, heldBy: engine.holder(of: dest.path, except: jobId))
+        {
             abortError = err
             return false
         }
@@ -282,7 +284,10 @@ final class DownloadTask: TransferTask {
         if let want = record.request.sha256, want.lowercased() != digest {
             unlink(part.path)
             write(engine.checkpointer.discard(jobId))
-            report(.failed(TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil))
+            report(
+                .failed(
+                    TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil
+                ))
             return
         }
         var p = JobPatch()

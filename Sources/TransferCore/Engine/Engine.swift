@@ -120,7 +120,9 @@ public final class Engine: AttemptHost {
                     let size = Int64(st.st_size)
                     if size > f.durableBytes {
                         if truncate(part, off_t(f.durableBytes)) != 0 {
-                            Log.info("cannot cut \(part) back to its checkpoint: \(String(cString: strerror(errno)))", job: f.id)
+                            Log.info(
+                                "cannot cut \(part) back to its checkpoint: \(String(cString: strerror(errno)))",
+                                job: f.id)
                         }
                     } else if size < f.durableBytes {
                         p.durableBytes = size
@@ -130,7 +132,9 @@ public final class Engine: AttemptHost {
                 }
             }
             if f.state == .running, p.state == nil {
-                if case .success(let t) = JobMachine.transition(.recovered, f, MachineContext(now: now)) { p.merge(t.patch) }
+                if case .success(let t) = JobMachine.transition(.recovered, f, MachineContext(now: now)) {
+                    p.merge(t.patch)
+                }
             }
             if !p.isEmpty {
                 batch.patch(f.id, p)
@@ -233,7 +237,8 @@ public final class Engine: AttemptHost {
     /// Applies an event to a job through ``JobMachine`` and performs its actions.
     /// `loaded` are the facts of a job the scheduler does not track (completed, cancelled).
     @discardableResult
-    private func dispatch(_ id: Int64, _ event: JobEvent, loaded: JobFacts? = nil) -> Result<JobTransition, JobRefusal>? {
+    private func dispatch(_ id: Int64, _ event: JobEvent, loaded: JobFacts? = nil) -> Result<JobTransition, JobRefusal>?
+    {
         guard let facts = scheduler.facts[id] ?? loaded else { return nil }
         let ctx = MachineContext(
             now: Timestamp.now(), isReachable: isReachable, jitter: jitter(),
@@ -294,7 +299,8 @@ public final class Engine: AttemptHost {
         guard var r = record(id) else { return }
         r.apply(batch.patches[id] ?? JobPatch())
         lastBytes[id] = nil
-        let task: TransferTask = r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r)
+        let task: TransferTask =
+            r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r)
         tasks[id] = task
         task.historySeq = r.history.count
         task.historyEntry = AttemptRecord(
@@ -424,7 +430,8 @@ public final class Engine: AttemptHost {
         guard reachable, !was, !shuttingDown else { return }
         for id in scheduler.waiting(.offline) { dispatch(id, .networkReturned) }
         let now = loop.nowMillis
-        for (id, t) in tasks.sorted(by: { $0.key < $1.key }) where t.phase == .transferring && now - t.lastProgressAt > 5000 {
+        for (id, t) in tasks.sorted(by: { $0.key < $1.key })
+        where t.phase == .transferring && now - t.lastProgressAt > 5000 {
             Log.info("network returned: restarting a silent transfer", job: id)
             dispatch(id, .requeue(.restart))
         }

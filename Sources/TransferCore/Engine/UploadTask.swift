@@ -81,7 +81,8 @@ final class UploadTask: TransferTask {
                 path: nil, size: size, modificationTime: mtime, payloadLength: payload.contentLength, stamps: stamps)
         }
         guard let source = request.source else {
-            throw TransferError(.invalidRequest, "source: an upload needs a source file or form parts", retryable: false)
+            throw TransferError(
+                .invalidRequest, "source: an upload needs a source file or form parts", retryable: false)
         }
         let st = try statForEnqueue(source, field: "source")
         return SourceInfo(
@@ -228,7 +229,8 @@ final class UploadTask: TransferTask {
         _ = responsePart?.truncate(to: 0)
         // Under --limit-rate, at most about a second's worth a read keeps the pace smooth.
         let paced = limiter.map { Int(min(Double(Self.uploadBufferSize), max(16 * 1024, $0.rate))) }
-        options.body = .upload(method: record.method, length: body?.length ?? 0, bufferSize: paced ?? Self.uploadBufferSize)
+        options.body = .upload(
+            method: record.method, length: body?.length ?? 0, bufferSize: paced ?? Self.uploadBufferSize)
         easy.onRead = { [unowned self] buffer in self.supply(buffer) }
         easy.onRewind = { [unowned self] in
             self.restartPayload()
@@ -331,7 +333,9 @@ final class UploadTask: TransferTask {
         fileHasher.finish(at: bytes) { digest in
             guard let digest else {
                 self.discard()
-                report(.failed(TransferError(.io, "cannot read the source back to hash it", retryable: true), retryAfter: nil))
+                report(
+                    .failed(
+                        TransferError(.io, "cannot read the source back to hash it", retryable: true), retryAfter: nil))
                 return
             }
             self.finish(digest: digest, report: report)
@@ -360,9 +364,12 @@ final class UploadTask: TransferTask {
                     return
                 }
                 unlink(part.path)
-                report(.failed(error.code == .destinationExists
-                    ? TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false) : error,
-                    retryAfter: nil))
+                report(
+                    .failed(
+                        error.code == .destinationExists
+                            ? TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
+                            : error,
+                        retryAfter: nil))
             }
         }
     }

@@ -24,11 +24,13 @@ public final class LoopTimer {
     public func start(after: UInt64, repeating: UInt64 = 0, _ body: @escaping () -> Void) {
         guard !closed else { return }
         callback = body
-        uv_timer_start(handle, { h in
-            guard let h, let data = h.pointee.data else { return }
-            let timer = Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue()
-            timer.callback?()
-        }, after, repeating)
+        uv_timer_start(
+            handle,
+            { h in
+                guard let h, let data = h.pointee.data else { return }
+                let timer = Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue()
+                timer.callback?()
+            }, after, repeating)
     }
 
     /// Stops the timer; it can be started again.

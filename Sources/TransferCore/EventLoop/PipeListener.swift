@@ -42,15 +42,16 @@ public final class PipeListener {
             try UVError.check(uv_pipe_bind(handle, path), "bind \(path)")
             chmod(path, 0o600)
             let stream = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
-            try UVError.check(uv_listen(stream, Self.backlog) { server, status in
-                guard let server, let data = server.pointee.data else { return }
-                let listener = Unmanaged<PipeListener>.fromOpaque(data).takeUnretainedValue()
-                if status < 0 {
-                    Log.info("cannot accept a connection: \(UVError(status, "accept"))")
-                    return
-                }
-                listener.acceptAll()
-            }, "listen \(path)")
+            try UVError.check(
+                uv_listen(stream, Self.backlog) { server, status in
+                    guard let server, let data = server.pointee.data else { return }
+                    let listener = Unmanaged<PipeListener>.fromOpaque(data).takeUnretainedValue()
+                    if status < 0 {
+                        Log.info("cannot accept a connection: \(UVError(status, "accept"))")
+                        return
+                    }
+                    listener.acceptAll()
+                }, "listen \(path)")
         } catch {
             closed = true
             closeAndFree(handle)

@@ -41,22 +41,25 @@ public final class PipeStream {
     /// Starts delivering reads to ``onRead``.
     public func startReading() {
         guard !isClosed else { return }
-        let rc = uv_read_start(stream, { _, suggested, buf in
-            guard let buf else { return }
-            let size = min(suggested, PipeStream.readSize)
-            buf.pointee.base = malloc(size)?.assumingMemoryBound(to: CChar.self)
-            buf.pointee.len = buf.pointee.base == nil ? 0 : size
-        }, { stream, nread, buf in
-            // The read buffer is freed here, the one place.
-            defer { if let base = buf?.pointee.base { free(base) } }
-            guard let stream, let data = stream.pointee.data else { return }
-            let pipe = Unmanaged<PipeStream>.fromOpaque(data).takeUnretainedValue()
-            if nread < 0 {
-                pipe.ended()
-            } else if nread > 0, let base = buf?.pointee.base {
-                pipe.onRead?(UnsafeRawBufferPointer(start: base, count: nread))
-            }
-        })
+        let rc = uv_read_start(
+            stream,
+            { _, suggested, buf in
+                guard let buf else { return }
+                let size = min(suggested, PipeStream.readSize)
+                buf.pointee.base = malloc(size)?.assumingMemoryBound(to: CChar.self)
+                buf.pointee.len = buf.pointee.base == nil ? 0 : size
+            },
+            { stream, nread, buf in
+                // The read buffer is freed here, the one place.
+                defer { if let base = buf?.pointee.base { free(base) } }
+                guard let stream, let data = stream.pointee.data else { return }
+                let pipe = Unmanaged<PipeStream>.fromOpaque(data).takeUnretainedValue()
+                if nread < 0 {
+                    pipe.ended()
+                } else if nread > 0, let base = buf?.pointee.base {
+                    pipe.onRead?(UnsafeRawBufferPointer(start: base, count: nread))
+                }
+            })
         if rc < 0 { ended() }
     }
 

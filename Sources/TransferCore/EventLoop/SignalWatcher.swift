@@ -13,10 +13,12 @@ public final class SignalWatcher {
         callback = body
         uv_signal_init(loop.raw, handle)
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        uv_signal_start(handle, { h, signum in
-            guard let h, let data = h.pointee.data else { return }
-            Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue().callback(signum)
-        }, signal)
+        uv_signal_start(
+            handle,
+            { h, signum in
+                guard let h, let data = h.pointee.data else { return }
+                Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue().callback(signum)
+            }, signal)
         uv_unref(asHandle(handle))
     }
 

@@ -26,7 +26,9 @@ public final class Sha256 {
 
     /// Adds bytes `start..<end` of `fd` on libuv's thread pool and calls `completion` on the loop
     /// thread. The digest must not be touched until then (the closure keeps it alive).
-    public func update(loop: EventLoop, fd: Int32, from start: Int64, to end: Int64, completion: @escaping (Bool) -> Void) {
+    public func update(
+        loop: EventLoop, fd: Int32, from start: Int64, to end: Int64, completion: @escaping (Bool) -> Void
+    ) {
         WorkPool.run(loop, { aft_sha256_update_fd(self.ctx, fd, start, end) }) { rc in completion(rc == 0) }
     }
 

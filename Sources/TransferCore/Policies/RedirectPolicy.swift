@@ -20,7 +20,8 @@ public enum RedirectPolicy {
             return .failure(TransferError(.httpStatus, "HTTP \(status) without a Location", retryable: false))
         }
         if isUpload && status != 307 && status != 308 {
-            return .failure(TransferError(.redirect, "an upload is not sent again after a \(status) redirect", retryable: false))
+            return .failure(
+                TransferError(.redirect, "an upload is not sent again after a \(status) redirect", retryable: false))
         }
         if followed >= maxRedirects {
             return .failure(TransferError(.redirect, "more than \(maxRedirects) redirects", retryable: false))

@@ -69,7 +69,9 @@ public final class BatchAssembler {
     ) throws -> Outcome {
         let key = Key(owner: owner, batch: batch)
         if dropped.contains(key) {
-            throw RPCError.invalidParams("batch \(batch) was dropped (a refused request or \(Int(Self.timeout)) s without a part); send the list again")
+            throw RPCError.invalidParams(
+                "batch \(batch) was dropped (a refused request or \(Int(Self.timeout)) s without a part); send the list again"
+            )
         }
         var entry = pending.removeValue(forKey: key) ?? Pending(lastPartAt: clock())
         do {
@@ -104,7 +106,8 @@ public final class BatchAssembler {
                     throw BatchRefusal(
                         index: index,
                         error: TransferError(
-                            .destinationExists, "destination: \(destination) is also the destination of request \(earlier)"))
+                            .destinationExists,
+                            "destination: \(destination) is also the destination of request \(earlier)"))
                 }
                 destinations[normalized] = index
             }

@@ -127,7 +127,8 @@ public final class RPCConnection {
         }
     }
 
-    private func writeNextPiece(_ stream: RPCResultStream, _ start: JobJSONWriter = JobJSONWriter(capacity: 512 * 1024)) {
+    private func writeNextPiece(_ stream: RPCResultStream, _ start: JobJSONWriter = JobJSONWriter(capacity: 512 * 1024))
+    {
         var writer = start
         let done = stream.writeNext(into: &writer)
         if done {

@@ -30,7 +30,9 @@ public final class RPCRouter {
         -> (outcome: Result<RPCReply, RPCError>, changesJobs: Bool)
     {
         guard let name = RPCMethod(rawValue: method), let handler = handlers[name] else {
-            return (.failure(RPCError(code: RPCErrorCode.methodNotFound, message: "method not found: \(method)")), false)
+            return (
+                .failure(RPCError(code: RPCErrorCode.methodNotFound, message: "method not found: \(method)")), false
+            )
         }
         if isStopping {
             return (.failure(RPCError(code: RPCErrorCode.shuttingDown, message: "the daemon is shutting down")), false)

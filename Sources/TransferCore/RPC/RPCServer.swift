@@ -76,12 +76,14 @@ public final class RPCServer {
             }
         }
         func refuse(_ error: RPCError) {
-            pending.append(PendingResponse(connection: conn, id: id ?? .null, outcome: .failure(error), changesJobs: false))
+            pending.append(
+                PendingResponse(connection: conn, id: id ?? .null, outcome: .failure(error), changesJobs: false))
         }
         guard obj["jsonrpc"] == .string("2.0"), case .string(let method)? = obj["method"] else {
-            return refuse(RPCError(
-                code: RPCErrorCode.invalidRequest,
-                message: "not a JSON-RPC 2.0 request (jsonrpc \"2.0\" and a method are required)"))
+            return refuse(
+                RPCError(
+                    code: RPCErrorCode.invalidRequest,
+                    message: "not a JSON-RPC 2.0 request (jsonrpc \"2.0\" and a method are required)"))
         }
         let params = obj["params"]
         if let params {
@@ -92,7 +94,8 @@ public final class RPCServer {
         }
         let answer = router.answer(method: method, params: params, connection: conn)
         // A notification (no id) gets no answer, but its changes are committed all the same.
-        pending.append(PendingResponse(connection: conn, id: id, outcome: answer.outcome, changesJobs: answer.changesJobs))
+        pending.append(
+            PendingResponse(connection: conn, id: id, outcome: answer.outcome, changesJobs: answer.changesJobs))
     }
 
     /// Ends a read: commits once for every request answered in it, then sends the answers in order.

@@ -169,7 +169,9 @@ public final class JobStore {
                     """)
             var out: [JobFacts] = []
             while let row = try rows.next() {
-                guard let kind = JobKind(rawValue: row[1]), let state = TransferState(rawValue: row[2]) else { continue }
+                guard let kind = JobKind(rawValue: row[1]), let state = TransferState(rawValue: row[2]) else {
+                    continue
+                }
                 out.append(
                     JobFacts(
                         id: row[0], kind: kind, state: state, priority: row[3], destination: row[4],

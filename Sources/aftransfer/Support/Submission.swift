@@ -39,7 +39,8 @@ struct Submission {
         let client = try global.connect()
         // With --wait, subscribe before queuing: no event of the new jobs can be missed, so the
         // follower need not ask for each job to catch up (thousands of requests for a long list).
-        let subscribed = options.wait && (try? client.call(method: RPCMethod.subscribe, params: .some(.object([:])))) != nil
+        let subscribed =
+            options.wait && (try? client.call(method: RPCMethod.subscribe, params: .some(.object([:])))) != nil
         let added: [JSONValue]
         do {
             if isList {

@@ -13,7 +13,9 @@ struct AddManyHandler: RPCHandler {
         let service = request.context.service
         let requests: [TransferRequest]
         if let batch = params.batch {
-            guard let final = params.final else { throw RPCError.invalidParams("missing final (a batch part needs it)") }
+            guard let final = params.final else {
+                throw RPCError.invalidParams("missing final (a batch part needs it)")
+            }
             let outcome = try request.context.batches.receive(
                 owner: request.connection.number, batch: batch, requests: params.requests, final: final,
                 check: service.prevalidate)
