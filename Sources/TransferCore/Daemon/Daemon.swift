@@ -105,6 +105,7 @@ public final class Daemon {
             self.router = router
             let server = try RPCServer(loop: loop, path: paths.socket, router: router)
             self.server = server
+            engine.wantsEvents = { [unowned server] in server.hasSubscribers }
             engine.onEvent = { [unowned server] kind, job in
                 server.broadcast(kind == .progress ? .transferProgress : .transferState, job: job)
             }

@@ -145,6 +145,9 @@ public final class RPCServer {
 
     // MARK: - Notifications
 
+    /// Whether any connection listens to events (the engine builds job objects only then).
+    public var hasSubscribers: Bool { connections.values.contains { $0.subscribed } }
+
     /// Sends a notification about `job` to every subscribed connection interested in it.
     public func broadcast(_ method: RPCMethod, job: JobSnapshot) {
         let targets = connections.values.filter { $0.subscribed && ($0.subscribedIds?.contains(job.id) ?? true) }
