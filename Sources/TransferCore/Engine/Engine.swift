@@ -509,6 +509,7 @@ public final class Engine: AttemptHost {
         }
         try commit()
         let inserted = try store.insert(records)
+        records.removeAll()  // the inserted copies share their strings; keep one set alive
         let listen = onEvent != nil && wantsEvents()
         var jobs: [JobSnapshot] = []
         jobs.reserveCapacity(inserted.count)

@@ -31,13 +31,31 @@ public final class JobStore {
 
     // MARK: - Writing
 
-    /// Inserts new jobs in one transaction, all or none; returns them with their ids.
+    /// Inserts new jobs in one transaction, all or none; returns them with their ids. One cached
+    /// statement bound by hand: GRDB's record encoding (a container of every column, then an
+    /// insert that fetches the row back) was a third of the daemon's time queuing 100,000 jobs.
     public func insert(_ records: [JobRecord]) throws -> [JobRecord] {
         try db.write { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO job (kind, url, method, state, request, destination, durableBytes, total, etag,
+                        lastModified, attempts, retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority,
+                        finalizing, sha256, sourceSize, sourceMtime, response, createdAt, updatedAt, completedAt,
+                        sources)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
             var out: [JobRecord] = []
             out.reserveCapacity(records.count)
             for var r in records {
-                try r.insert(db)
+                let values: [DatabaseValueConvertible?] = [
+                    r.kind.rawValue, r.url, r.method, r.state.rawValue, try json(r.request), r.destination,
+                    r.durableBytes, r.total, r.etag, r.lastModified, r.attempts, r.retriesUsed, r.httpStatus,
+                    try json(r.error), r.waitReason?.rawValue, r.nextRetryAt, r.priority, r.finalizing, r.sha256,
+                    r.sourceSize, r.sourceMtime, try json(r.response), r.createdAt, r.updatedAt, r.completedAt,
+                    try json(r.sources),
+                ]
+                try statement.execute(arguments: StatementArguments(values))
+                r.id = db.lastInsertedRowID
                 out.append(r)
             }
             return out
