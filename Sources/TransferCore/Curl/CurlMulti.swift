@@ -26,6 +26,9 @@ public final class CurlMulti {
         }
     }
 
+    /// libcurl's global set-up; once per process, before any handle (the daemon calls it at start).
+    public static func globalInit() { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }
+
     /// Creates a multi handle wired to `loop`.
     public init(loop: EventLoop) throws {
         guard let m = curl_multi_init() else { throw UVError(-12, "curl_multi_init") }

@@ -1,5 +1,3 @@
-import CCurl
-import CUV
 import Foundation
 
 /// The composition root of `aftransferd`: home, lock, store, engine, RPC server, signals and the
@@ -59,7 +57,7 @@ public final class Daemon {
         cfg.fileMode = 0o666 & ~userMask
         cfg.directoryMode = 0o777 & ~userMask
         signal(SIGPIPE, SIG_IGN)
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        CurlMulti.globalInit()
         let paths = config.paths
 
         do {
