@@ -145,6 +145,19 @@ public final class CurlMulti {
         }
     }
 
+    /// Closes the multi (after every easy handle was removed): libcurl closes its cached
+    /// connections, whose poll handles its socket callback frees, then the timer is closed. The
+    /// loop can then end by itself (a daemon run in-process returns cleanly).
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        curl_multi_cleanup(multi)
+        uv_timer_stop(timer)
+        closeAndFree(timer)
+    }
+
+    private var closed = false
+
     /// Kicks curl after handles were added outside a socket event (it also arms its timer itself).
     public func kick() { action(CURL_SOCKET_TIMEOUT, 0) }
 }

@@ -184,6 +184,7 @@ public final class Engine: AttemptHost {
         commitOrLog()
         endOfPass?.close()
         endOfPass = nil
+        multi.close()
     }
 
     // MARK: - Group commit
