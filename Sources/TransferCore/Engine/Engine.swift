@@ -443,7 +443,9 @@ public final class Engine: AttemptHost {
 
     /// Validates one request and builds its row; `claimed` are destinations taken by earlier
     /// requests of the same batch.
-    private func prepareRecord(_ request: TransferRequest, claimed: Set<String>) throws -> JobRecord {
+    private func prepareRecord(_ request: TransferRequest, claimed: Set<String>, now: Double = Timestamp.now())
+        throws -> JobRecord
+    {
         let req = try RequestValidator.validate(request)
         let kind: JobKind = req.kind == JobKind.upload.rawValue ? .upload : .download
         var destination: String?
@@ -467,7 +469,6 @@ public final class Engine: AttemptHost {
             total = source.payloadLength
             stamps = source.stamps
         }
-        let now = Timestamp.now()
         return JobRecord(
             id: nil, kind: kind, url: req.url, method: req.method ?? (kind == .download ? "GET" : "PUT"),
             state: .queued, request: req, destination: destination, durableBytes: 0, total: total, etag: nil,
@@ -498,9 +499,11 @@ public final class Engine: AttemptHost {
         var records: [JobRecord] = []
         records.reserveCapacity(requests.count)
         var claimed: Set<String> = []
+        // One time for the whole list: its jobs share their timestamps (and their strings).
+        let now = Timestamp.now()
         for (i, request) in requests.enumerated() {
             do {
-                let r = try prepareRecord(request, claimed: claimed)
+                let r = try prepareRecord(request, claimed: claimed, now: now)
                 if r.kind == .download, let d = r.destination { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {
@@ -512,12 +515,16 @@ public final class Engine: AttemptHost {
         let inserted = try store.insert(records)
         records.removeAll()  // the inserted copies share their strings; keep one set alive
         let listen = onEvent != nil && wantsEvents()
+        let stamp = Timestamp.rfc3339(now)
         var jobs: [JobSnapshot] = []
         jobs.reserveCapacity(inserted.count)
         for r in inserted {
             guard r.id != nil else { continue }
             scheduler.add(JobFacts(r))
-            let job = JobSnapshot(JobListing(r), live: nil)
+            var job = JobSnapshot(JobListing(r), live: nil)
+            // The same two strings for every job of the list, not two new ones a job.
+            job.createdAt = stamp
+            job.updatedAt = stamp
             jobs.append(job)
             if listen { events.append((EngineNotification.stateChanged, job)) }
         }

@@ -12,11 +12,26 @@ public enum URLRedaction {
     /// - Returns: The same URL without credentials, e.g. `https://host/x` for
     ///   `https://me:secret@host/x`.
     public static func redact(_ url: String) -> String {
-        guard let schemeEnd = url.range(of: "://") else { return url }
-        let afterScheme = url[schemeEnd.upperBound...]
-        let authorityEnd = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? url.endIndex
-        let authority = url[schemeEnd.upperBound..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@") else { return url }
-        return String(url[..<schemeEnd.upperBound]) + String(url[url.index(after: at)...])
+        // On UTF-8 bytes (the delimiters are ASCII): Character-level searching was most of the
+        // cost of listing 100,000 jobs.
+        let bytes = Array(url.utf8)
+        guard let schemeEnd = find(Array("://".utf8), in: bytes) else { return url }
+        var authorityEnd = schemeEnd
+        while authorityEnd < bytes.count,
+            ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[authorityEnd])
+        {
+            authorityEnd += 1
+        }
+        guard let at = bytes[schemeEnd..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return url }
+        return String(decoding: bytes[..<schemeEnd] + bytes[(at + 1)...], as: UTF8.self)
+    }
+
+    /// The index just past the first occurrence of `needle` in `bytes`.
+    private static func find(_ needle: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= needle.count else { return nil }
+        for i in 0...(bytes.count - needle.count) where bytes[i..<(i + needle.count)].elementsEqual(needle) {
+            return i + needle.count
+        }
+        return nil
     }
 }

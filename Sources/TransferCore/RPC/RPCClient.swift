@@ -1,5 +1,5 @@
+import CUV
 import Foundation
-import Glibc
 
 #if canImport(Glibc)
     @preconcurrency import Glibc

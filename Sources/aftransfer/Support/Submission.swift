@@ -43,8 +43,14 @@ struct Submission {
             options.wait && (try? client.call(method: RPCMethod.subscribe, params: .some(.object([:])))) != nil
         let added: [JSONValue]
         do {
+            if isList && !options.json && !options.wait {
+                // Only the ids are printed: read them as the result arrives, without decoding it.
+                let ids = try addMany(client: client, idsOnly: true).ids
+                Console.out(ids.map(String.init).joined(separator: "\n"))
+                return
+            }
             if isList {
-                added = try addMany(client: client)
+                added = try addMany(client: client, idsOnly: false).jobs
             } else {
                 // `.some`: the untyped call, not the generic one that would re-encode the result.
                 let params = try JSONValue(encoding: items[0].request)
@@ -84,7 +90,13 @@ struct Submission {
     /// Queues every item with `transfer.addMany`: in one message when it fits, else in parts of
     /// one batch on this connection (``BatchSplitter``).
     /// - Returns: the new jobs' objects, in the items' order.
-    private func addMany(client: RPCClient) throws -> [JSONValue] {
+    /// What `transfer.addMany` answered: the job objects, or (``idsOnly``) just their ids.
+    private struct Added {
+        var jobs: [JSONValue] = []
+        var ids: [Int64] = []
+    }
+
+    private func addMany(client: RPCClient, idsOnly: Bool) throws -> Added {
         // One conversion for the whole list (one encoder and decoder, not one each).
         guard case .array(let requests) = try JSONValue(encoding: items.map(\.request)) else {
             preconditionFailure("an array encodes as a JSON array")
@@ -100,31 +112,52 @@ struct Submission {
             throw CLIFailure.usage(
                 Self.prefix(items[error.index].origin) + "the request is too large (\(error.size) bytes encoded)")
         }
-        let result: JSONValue
+        var scannedIds: [Int64]?
+        // The last call: decoded whole, or (idsOnly) streamed through the id scanner.
+        func finalCall(_ params: JSONValue) throws -> JSONValue? {
+            guard idsOnly else { return try client.call(method: BatchSplitter.method, params: .some(params)) }
+            var scanner = JobIdScanner()
+            switch try client.callStreamingResult(
+                method: BatchSplitter.method, params: params, into: { scanner.feed($0) })
+            {
+            case .decoded(let value):
+                return value
+            case .streamed:
+                guard let ids = scanner.ids, ids.count == items.count else {
+                    throw ClientError.protocolViolation("a \(BatchSplitter.method) result without one job per request")
+                }
+                scannedIds = ids
+                return nil
+            }
+        }
+        let result: JSONValue?
         switch plan {
         case .single:
-            result = try client.call(method: BatchSplitter.method, params: .some(BatchSplitter.singleParams(requests)))
+            result = try finalCall(BatchSplitter.singleParams(requests))
         case .parts(let ranges):
             let batch = BatchSplitter.newBatchID()
-            var last = JSONValue.null
+            var last: JSONValue? = .null
             for (number, range) in ranges.enumerated() {
                 let final = number == ranges.count - 1
-                last = try client.call(
-                    method: BatchSplitter.method,
-                    params: .some(
-                        BatchSplitter.partParams(batch: batch, requests: Array(requests[range]), final: final)))
-                if !final, last["received"] != .int(Int64(range.upperBound)) {
+                let params = BatchSplitter.partParams(batch: batch, requests: Array(requests[range]), final: final)
+                if final {
+                    last = try finalCall(params)
+                    break
+                }
+                last = try client.call(method: BatchSplitter.method, params: .some(params))
+                if last?["received"] != .int(Int64(range.upperBound)) {
                     throw ClientError.protocolViolation(
-                        "a \(BatchSplitter.method) part acknowledged as \(last["received"].map { "\($0)" } ?? "nothing"), not \(range.upperBound) requests"
+                        "a \(BatchSplitter.method) part acknowledged as \(last?["received"].map { "\($0)" } ?? "nothing"), not \(range.upperBound) requests"
                     )
                 }
             }
             result = last
         }
-        guard case .array(let jobs)? = result["jobs"], jobs.count == items.count else {
+        if let scannedIds { return Added(ids: scannedIds) }
+        guard case .array(let jobs)? = result?["jobs"], jobs.count == items.count else {
             throw ClientError.protocolViolation("a \(BatchSplitter.method) result without one job per request")
         }
-        return jobs
+        return Added(jobs: jobs, ids: try Self.ids(of: jobs))
     }
 
     /// The ids of the new jobs' objects.
