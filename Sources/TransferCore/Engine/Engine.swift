@@ -512,8 +512,9 @@ public final class Engine: AttemptHost {
             }
         }
         try commit()
-        let inserted = try store.insert(records)
-        records.removeAll()  // the inserted copies share their strings; keep one set alive
+        try store.insert(&records)  // ids set in place: one copy of the rows in memory
+        let inserted = records
+        records = []
         let listen = onEvent != nil && wantsEvents()
         let stamp = Timestamp.rfc3339(now)
         var jobs: [JobSnapshot] = []
