@@ -13,7 +13,7 @@ final class BatchAssemblerTests: XCTestCase {
         return r
     }
 
-    private func accept(_: TransferRequest) throws {}
+    private func accept(_ r: TransferRequest) throws -> TransferRequest { r }
 
     func testThatPartsAreHeldUntilTheFinalPartThenReturnedInOrder() throws {
         XCTAssertEqual(
@@ -30,12 +30,29 @@ final class BatchAssemblerTests: XCTestCase {
         XCTAssertEqual(assembler.count, 0)
     }
 
+    func testThatTheBatchHoldsTheRequestsAsValidatedSoTheFinalPartNeedNotValidateAgain() throws {
+        var checked = 0
+        let normalize: (TransferRequest) throws -> TransferRequest = { r in
+            checked += 1
+            var v = r
+            v.kind = "download"
+            return v
+        }
+        _ = try assembler.receive(owner: 1, batch: "v", requests: [download("a")], final: false, check: normalize)
+        let outcome = try assembler.receive(
+            owner: 1, batch: "v", requests: [download("b")], final: true, check: normalize)
+        guard case .complete(let all) = outcome else { return XCTFail("not complete: \(outcome)") }
+        XCTAssertEqual(all.map(\.kind), ["download", "download"])
+        XCTAssertEqual(checked, 2, "each request is checked once, as its part arrives")
+    }
+
     func testThatARefusedRequestIsNamedByItsIndexInTheBatchAndDropsTheBatch() throws {
         _ = try assembler.receive(
             owner: 1, batch: "b", requests: [download("a"), download("b")], final: false, check: accept)
         XCTAssertThrowsError(
             try assembler.receive(owner: 1, batch: "b", requests: [download("c"), download("bad")], final: false) { r in
                 if r.url.hasSuffix("bad") { throw TransferError(.invalidRequest, "url: bad") }
+                return r
             }
         ) { error in
             XCTAssertEqual(

@@ -24,8 +24,9 @@ private final class FakeJobService: JobService {
     }
 
     func add(_ request: TransferRequest) throws -> JobSnapshot { throw TransferError(.invalidRequest, "read-only") }
-    func prevalidate(_ request: TransferRequest) throws {}
+    func prevalidate(_ request: TransferRequest) throws -> TransferRequest { request }
     func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot] { [] }
+    func addMany(validated requests: [TransferRequest]) throws -> [JobSnapshot] { [] }
     func job(_ id: Int64) -> JobSnapshot? { (1...count).contains(id) ? snapshot(id) : nil }
     func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
         pagesRead += 1

@@ -443,10 +443,10 @@ public final class Engine: AttemptHost {
 
     /// Validates one request and builds its row; `claimed` are destinations taken by earlier
     /// requests of the same batch.
-    private func prepareRecord(_ request: TransferRequest, claimed: Set<String>, now: Double = Timestamp.now())
-        throws -> JobRecord
-    {
-        let req = try RequestValidator.validate(request)
+    private func prepareRecord(
+        _ request: TransferRequest, claimed: Set<String>, now: Double = Timestamp.now(), validated: Bool = false
+    ) throws -> JobRecord {
+        let req = validated ? request : try RequestValidator.validate(request)
         let kind: JobKind = req.kind == JobKind.upload.rawValue ? .upload : .download
         var destination: String?
         var sourceSize: Int64?
@@ -484,9 +484,10 @@ public final class Engine: AttemptHost {
         try addMany([request], refusalOfOne: true)[0]
     }
 
-    /// Checks a request as ``add(_:)`` would, without queuing it.
-    public func prevalidate(_ request: TransferRequest) throws {
-        _ = try prepareRecord(request, claimed: [])
+    /// Checks a request as ``add(_:)`` would, without queuing it; returns it validated.
+    @discardableResult
+    public func prevalidate(_ request: TransferRequest) throws -> TransferRequest {
+        try prepareRecord(request, claimed: []).request
     }
 
     /// Queues all requests in one transaction, or none.
@@ -495,7 +496,14 @@ public final class Engine: AttemptHost {
         try addMany(requests, refusalOfOne: false)
     }
 
-    private func addMany(_ requests: [TransferRequest], refusalOfOne: Bool) throws -> [JobSnapshot] {
+    /// ``addMany(_:)`` of requests that ``prevalidate(_:)`` returned: only clashes are checked again.
+    public func addMany(validated requests: [TransferRequest]) throws -> [JobSnapshot] {
+        try addMany(requests, refusalOfOne: false, validated: true)
+    }
+
+    private func addMany(_ requests: [TransferRequest], refusalOfOne: Bool, validated: Bool = false) throws
+        -> [JobSnapshot]
+    {
         var records: [JobRecord] = []
         records.reserveCapacity(requests.count)
         var claimed: Set<String> = []
@@ -503,7 +511,7 @@ public final class Engine: AttemptHost {
         let now = Timestamp.now()
         for (i, request) in requests.enumerated() {
             do {
-                let r = try prepareRecord(request, claimed: claimed, now: now)
+                let r = try prepareRecord(request, claimed: claimed, now: now, validated: validated)
                 if r.kind == .download, let d = r.destination { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {

@@ -57,15 +57,16 @@ public final class BatchAssembler {
     ///   - batch: the batch id.
     ///   - requests: the part's requests.
     ///   - final: whether this is the last part.
-    ///   - check: checks one request as `transfer.add` would, without queuing it
-    ///     (``JobService/prevalidate(_:)``); throws ``TransferError``.
+    ///   - check: checks one request as `transfer.add` would, without queuing it, and returns it
+    ///     validated (``JobService/prevalidate(_:)``); throws ``TransferError``. The batch holds the
+    ///     validated requests, so the final part need not validate them again.
     /// - Returns: how many requests the batch holds, or, for the final part, all of them.
     /// - Throws: ``BatchRefusal`` (index counted from the batch's first request) when a request is
     ///   refused or names a destination an earlier request of the batch names; the batch is dropped.
     ///   ``RPCError`` for a part of a batch already dropped.
     public func receive(
         owner: Int, batch: String, requests: [TransferRequest], final: Bool,
-        check: (TransferRequest) throws -> Void
+        check: (TransferRequest) throws -> TransferRequest
     ) throws -> Outcome {
         let key = Key(owner: owner, batch: batch)
         if dropped.contains(key) {
@@ -91,12 +92,12 @@ public final class BatchAssembler {
     public static func checkDistinctDestinations(_ requests: [TransferRequest]) throws {
         var held: [TransferRequest] = []
         var destinations: [String: Int] = [:]
-        try add(requests, to: &held, destinations: &destinations, check: { _ in })
+        try add(requests, to: &held, destinations: &destinations, check: { $0 })
     }
 
     private static func add(
         _ requests: [TransferRequest], to held: inout [TransferRequest], destinations: inout [String: Int],
-        check: (TransferRequest) throws -> Void
+        check: (TransferRequest) throws -> TransferRequest
     ) throws {
         for request in requests {
             let index = held.count
@@ -112,11 +113,10 @@ public final class BatchAssembler {
                 destinations[normalized] = index
             }
             do {
-                try check(request)
+                held.append(try check(request))
             } catch let error as TransferError {
                 throw BatchRefusal(index: index, error: error)
             }
-            held.append(request)
         }
     }
 

@@ -4,9 +4,13 @@ public protocol JobService: AnyObject {
     func add(_ request: TransferRequest) throws -> JobSnapshot
     /// Checks one request as `add` would (validation, destination clashes with stored jobs)
     /// without queuing it. Throws `TransferError`.
-    func prevalidate(_ request: TransferRequest) throws
+    @discardableResult
+    func prevalidate(_ request: TransferRequest) throws -> TransferRequest
     /// Queues all requests in one transaction, or none. Throws `BatchRefusal` naming the first refused index (from 0).
     func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot]
+    /// ``addMany(_:)`` of requests ``prevalidate(_:)`` returned (a batch's parts, checked as they
+    /// arrived): they are not validated again, only checked for clashes.
+    func addMany(validated requests: [TransferRequest]) throws -> [JobSnapshot]
     /// One job's object, or nil.
     func job(_ id: Int64) -> JobSnapshot?
     /// Up to `limit` jobs with id > `after` (nil: from the start), in id order, optionally in one state.

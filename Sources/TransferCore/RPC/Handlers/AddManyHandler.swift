@@ -12,6 +12,7 @@ struct AddManyHandler: RPCHandler {
         let params = try request.decode(AddManyParams.self)
         let service = request.context.service
         let requests: [TransferRequest]
+        var validated = false
         if let batch = params.batch {
             guard let final = params.final else {
                 throw RPCError.invalidParams("missing final (a batch part needs it)")
@@ -24,11 +25,13 @@ struct AddManyHandler: RPCHandler {
                 return try .encoding(AddManyPartResult(batch: batch, received: received))
             case .complete(let all):
                 requests = all
+                validated = true
             }
         } else {
             try BatchAssembler.checkDistinctDestinations(params.requests)
             requests = params.requests
         }
-        return .stream(JobArrayStream(jobs: try service.addMany(requests)))
+        let jobs = validated ? try service.addMany(validated: requests) : try service.addMany(requests)
+        return .stream(JobArrayStream(jobs: jobs))
     }
 }
