@@ -19,8 +19,6 @@ protocol AttemptHost: AnyObject {
     func afterCommit(_ body: @escaping () -> Void)
     /// The job holding a download destination, other than `except`.
     func holder(of destination: String, except: Int64) -> Int64?
-    /// The attempt's transfer is over and it is finishing (sync, verify, rename): its slot is free.
-    func attemptFinishing(_ task: TransferTask)
     /// The attempt ended (called once, unless the engine stopped it first).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome)
 }

@@ -18,8 +18,6 @@ public struct EngineConfig: Sendable {
     public static let defaultCheckpointInterval = Checkpointer.defaultInterval
     /// libuv's pool threads: completions fdatasync, hash and fsync directories there in parallel.
     public static let poolThreads = 16
-    /// At most this many attempts finish off their slots at once (each holds two descriptors).
-    public static let maxFinishingOffSlot = 64
 
     public var maxActive = EngineConfig.defaultMaxActive
     public var stallTimeout = EngineConfig.defaultStallTimeout
@@ -50,9 +48,6 @@ public final class Engine: AttemptHost {
     let directorySyncer: DirectorySyncer
     private var scheduler = Scheduler()
     private var tasks: [Int64: TransferTask] = [:]
-    /// Attempts whose transfer is over and that are finishing (syncing, hashing, renaming) off
-    /// their slot, so that the next job starts while the disk catches up.
-    private var finishing: Set<Int64> = []
     private var batch = WriteBatch()
     private var afterCommitQueue: [() -> Void] = []
     private var events: [(EngineNotification, JobSnapshot)] = []
@@ -176,7 +171,6 @@ public final class Engine: AttemptHost {
             task.halt()
             task.checkpointNow()
             tasks[id] = nil
-            finishing.remove(id)
             closeHistory(task, error: nil)
             dispatch(id, .requeue(.shutdown))
             Log.info("checkpointed at \(task.bytes) bytes for shutdown", job: id)
@@ -281,19 +275,9 @@ public final class Engine: AttemptHost {
     /// Starts queued jobs while slots are free: highest priority first, then oldest.
     private func schedule() {
         guard !shuttingDown else { return }
-        while usedSlots < config.maxActive, let id = scheduler.popNext() {
+        while tasks.count < config.maxActive, let id = scheduler.popNext() {
             dispatch(id, .start)
         }
-    }
-
-    /// Slots taken: every attempt but those finishing off their slot.
-    private var usedSlots: Int { tasks.count - min(finishing.count, EngineConfig.maxFinishingOffSlot) }
-
-    /// An attempt's transfer is over; its slot goes to the next job (``AttemptHost``).
-    func attemptFinishing(_ task: TransferTask) {
-        guard tasks[task.jobId] === task else { return }
-        finishing.insert(task.jobId)
-        schedule()
     }
 
     private func startAttempt(_ id: Int64) {
@@ -319,7 +303,6 @@ public final class Engine: AttemptHost {
     /// Stops a running attempt (its job already changed state).
     private func stopAttempt(_ id: Int64, _ reason: StopReason) {
         guard let task = tasks.removeValue(forKey: id) else { return }
-        finishing.remove(id)
         task.halt()
         lastProgressEvent[id] = nil
         if task is DownloadTask && reason != .cancel { lastBytes[id] = task.bytes }
@@ -332,7 +315,6 @@ public final class Engine: AttemptHost {
         let id = task.jobId
         guard tasks[id] === task else { return }  // already stopped by the user
         tasks[id] = nil
-        finishing.remove(id)
         lastProgressEvent[id] = nil
         switch outcome {
         case .completed(let digest):

@@ -10,10 +10,8 @@ class TransferTask {
     /// The job's row, kept in step with every change the attempt or the engine writes.
     var record: JobRecord
     unowned let engine: AttemptHost
-    /// Where the attempt is. Entering `finishing` frees its transfer slot (``AttemptHost``).
-    var phase: AttemptPhase = .preparing {
-        didSet { if phase == .finishing && oldValue != .finishing { engine.attemptFinishing(self) } }
-    }
+    /// Where the attempt is.
+    var phase: AttemptPhase = .preparing
     /// The current easy handle (a new one per redirect hop).
     private(set) var easy: CurlEasy?
     /// The URL of the current hop.
