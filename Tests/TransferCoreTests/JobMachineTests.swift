@@ -36,7 +36,8 @@ final class JobMachineTests: XCTestCase {
         let events: [JobEvent] = [
             .start, .attemptEnded(.completed(sha256: "x", bytes: 1)),
             .attemptEnded(.failed(TransferError(.network, "x"), retryAfter: nil)), .pause, .resume, .cancel, .retry,
-            .retryDue, .networkReturned, .requeue(.restart), .recovered,
+            .retryDue, .networkReturned, .requeue(.restart), .recovered(fileInPlace: false),
+            .recovered(fileInPlace: true),
         ]
         for state in TransferState.allCases {
             for reason in [nil, WaitReason.backoff, .offline] {
@@ -168,7 +169,12 @@ final class JobMachineTests: XCTestCase {
         XCTAssertEqual(stop.actions, [.stopAttempt(.shutdown)])
         let restart = try XCTUnwrap(success(apply(.requeue(.restart), job(.running))))
         XCTAssertEqual(restart.actions, [.stopAttempt(.restart), .notify, .schedule])
-        XCTAssertEqual(success(apply(.recovered, job(.running)))?.patch.state, .queued)
+        XCTAssertEqual(success(apply(.recovered(fileInPlace: false), job(.running)))?.patch.state, .queued)
+        // A crash between the rename and the row: the file is in place, the job is complete.
+        let done = try XCTUnwrap(success(apply(.recovered(fileInPlace: true), job(.running))))
+        XCTAssertEqual(done.patch.state, .completed)
+        XCTAssertEqual(done.patch.finalizing, false)
+        XCTAssertEqual(done.patch.completedAt, .some(now))
     }
 
     func testThatCommandsThatDoNotApplyAreRefusedNamingTheJobAndItsState() {

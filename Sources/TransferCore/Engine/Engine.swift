@@ -101,15 +101,14 @@ public final class Engine: AttemptHost {
         for f in try store.schedulingFacts() {
             var facts = f
             var p = JobPatch()
+            var fileInPlace = false
             if f.kind == .download, let dest = f.destination, f.attempts > 0 || f.finalizing {
                 let part = Destination.partPath(dest)
                 var st = stat()
                 let partExists = stat(part, &st) == 0
                 if f.finalizing && !partExists && FileManager.default.fileExists(atPath: dest) {
                     // Crashed between the rename and the row update: the file is in place.
-                    p.state = .completed
-                    p.completedAt = .some(now)
-                    p.finalizing = false
+                    fileInPlace = true
                     Log.info("recovered: completed \(dest)", job: f.id)
                 } else if partExists {
                     let size = Int64(st.st_size)
@@ -126,10 +125,10 @@ public final class Engine: AttemptHost {
                     p.durableBytes = 0
                 }
             }
-            if f.state == .running, p.state == nil {
-                if case .success(let t) = JobMachine.transition(.recovered, f, MachineContext(now: now)) {
-                    p.merge(t.patch)
-                }
+            if case .success(let t) = JobMachine.transition(
+                .recovered(fileInPlace: fileInPlace), f, MachineContext(now: now))
+            {
+                p.merge(t.patch)
             }
             if !p.isEmpty {
                 batch.patch(f.id, p)

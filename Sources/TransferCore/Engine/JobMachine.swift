@@ -17,8 +17,9 @@ public enum JobEvent: Equatable, Sendable {
     /// The daemon stops a running attempt to run it again later (shutdown, or a silent transfer
     /// when the network returns).
     case requeue(StopReason)
-    /// Found running in the store at start (the daemon stopped or crashed).
-    case recovered
+    /// Found running in the store at start (the daemon stopped or crashed); `fileInPlace` when
+    /// the job was finalizing and its file is already in place (the crash came after the rename).
+    case recovered(fileInPlace: Bool)
 }
 
 /// How an attempt ended, as far as the job's state is concerned.
@@ -195,8 +196,14 @@ public enum JobMachine {
             let notify: [JobAction] = reason == .shutdown ? [] : [.notify, .schedule]
             return .success(JobTransition(patch: p, actions: [.stopAttempt(reason)] + notify))
 
-        case (.recovered, .running):
-            p.state = .queued
+        case (.recovered(let fileInPlace), .running):
+            if fileInPlace {
+                p.state = .completed
+                p.completedAt = .some(ctx.now)
+                p.finalizing = false
+            } else {
+                p.state = .queued
+            }
             return .success(JobTransition(patch: p, actions: []))
 
         default:
