@@ -388,7 +388,7 @@ public final class Engine: AttemptHost {
             return
         }
         guard r.kind == .download, let dest = r.destination else { return }
-        batch.patch(id, checkpointer.discard(id))
+        write(id, checkpointer.discard(id))
         unlink(Destination.partPath(dest))
     }
 
@@ -619,7 +619,4 @@ public final class Engine: AttemptHost {
 
     /// Number of jobs in each state (every state present), from memory.
     public func counts() -> [TransferState: Int] { scheduler.counts }
-
-    /// The running jobs' ids.
-    public var activeCount: Int { tasks.count }
 }

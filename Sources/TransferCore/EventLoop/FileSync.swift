@@ -29,13 +29,4 @@ public enum FileSync {
         // Set after the uv_fs_* call, which initializes the request.
         req.pointee.data = Unmanaged.passRetained(Box(completion)).toOpaque()
     }
-
-    /// fsyncs a directory (after a rename), synchronously; cheap compared to file data.
-    @discardableResult
-    public static func syncDirectory(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { Glibc.close(fd) }
-        return fsync(fd) == 0
-    }
 }

@@ -154,7 +154,7 @@ public final class JobStore {
             // A cached statement: compiled (and authorized) once, not on every read.
             let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
             guard var r = try JobRecord.fetchOne(statement, arguments: [id]) else { return nil }
-            r.history = try history(db, jobIds: [id])[id] ?? []
+            r.history = try history(db, range: id...id)[id] ?? []
             return r
         }
     }
@@ -166,16 +166,9 @@ public final class JobStore {
             var q = JobRecord.order(Column("id"))
             if let state { q = q.filter(Column("state") == state.rawValue) }
             var rows = try q.fetchAll(db)
-            let histories = try history(db, jobIds: nil)
+            let histories = try history(db, range: nil)
             for i in rows.indices { rows[i].history = histories[rows[i].id ?? 0] ?? [] }
             return rows
-        }
-    }
-
-    /// Full rows (without history) of the jobs in `states`, oldest first.
-    public func records(inStates states: [TransferState]) throws -> [JobRecord] {
-        try db.read { db in
-            try JobRecord.filter(states.map(\.rawValue).contains(Column("state"))).order(Column("id")).fetchAll(db)
         }
     }
 
@@ -245,11 +238,6 @@ public final class JobStore {
             for i in out.indices { out[i].history = histories[out[i].id] ?? [] }
             return out
         }
-    }
-
-    private func history(_ db: Database, jobIds: [Int64]?) throws -> [Int64: [AttemptRecord]] {
-        if let jobIds, jobIds.count == 1 { return try history(db, range: jobIds[0]...jobIds[0]) }
-        return try history(db, range: nil)
     }
 
     private func history(_ db: Database, range: ClosedRange<Int64>?) throws -> [Int64: [AttemptRecord]] {
