@@ -75,7 +75,9 @@ final class RPCClientTests: XCTestCase {
         ].map { Array($0) }
         try FakeServer.run(chunks: chunks) { client in
             var received = Data()
-            let outcome = try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) }
+            let outcome = try client.callStreamingResult(method: RPCMethod.transferList.rawValue) {
+                received.append(contentsOf: $0)
+            }
             XCTAssertEqual(outcome, .streamed(byteCount: result.utf8.count))
             XCTAssertEqual(String(decoding: received, as: UTF8.self), result)
         }
@@ -86,7 +88,9 @@ final class RPCClientTests: XCTestCase {
         try FakeServer.run(chunks: [Array(line.utf8)]) { client in
             var received = Data()
             XCTAssertThrowsError(
-                try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) }
+                try client.callStreamingResult(method: RPCMethod.transferList.rawValue) {
+                    received.append(contentsOf: $0)
+                }
             ) {
                 XCTAssertEqual(($0 as? RPCError)?.code, RPCErrorCode.invalidParams)
             }
@@ -98,7 +102,9 @@ final class RPCClientTests: XCTestCase {
         let line = #"{"jsonrpc":"2.0","id":1,"result":[1,2]}"# + "\n"
         try FakeServer.run(chunks: [Array(line.utf8)]) { client in
             var received = Data()
-            let outcome = try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) }
+            let outcome = try client.callStreamingResult(method: RPCMethod.transferList.rawValue) {
+                received.append(contentsOf: $0)
+            }
             XCTAssertEqual(outcome, .decoded(.array([.int(1), .int(2)])))
             XCTAssertTrue(received.isEmpty)
         }
@@ -111,7 +117,9 @@ final class RPCClientTests: XCTestCase {
         try FakeServer.run(chunks: [Array(lines.utf8)]) { client in
             var received = Data()
             XCTAssertEqual(
-                try client.callStreamingResult(method: RPCMethod.list) { received.append(contentsOf: $0) },
+                try client.callStreamingResult(method: RPCMethod.transferList.rawValue) {
+                    received.append(contentsOf: $0)
+                },
                 .streamed(byteCount: 2))
             XCTAssertEqual(String(decoding: received, as: UTF8.self), "[]")
             XCTAssertEqual(try client.call(method: RPCMethod.daemonStatus), .object(["ok": .bool(true)]))
@@ -121,7 +129,7 @@ final class RPCClientTests: XCTestCase {
     func testThatAResultLineThatDoesNotEndWithABraceIsAProtocolViolation() throws {
         let line = #"{"id":1,"jsonrpc":"2.0","result":[1,2]"# + "\n"
         try FakeServer.run(chunks: [Array(line.utf8)]) { client in
-            XCTAssertThrowsError(try client.callStreamingResult(method: RPCMethod.list) { _ in }) {
+            XCTAssertThrowsError(try client.callStreamingResult(method: RPCMethod.transferList.rawValue) { _ in }) {
                 guard case ClientError.protocolViolation? = $0 as? ClientError else { return XCTFail("got \($0)") }
             }
         }

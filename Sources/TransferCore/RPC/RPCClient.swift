@@ -279,7 +279,7 @@ public final class RPCClient {
     public func subscribe(
         ids: [Int64]? = nil, tickInterval: Double = 1, onEvent: (RPCEvent) throws -> Bool
     ) throws {
-        try call(method: RPCMethod.subscribe, params: JSONValue(encoding: SubscribeParams(ids: ids)))
+        try call(method: RPCMethod.eventsSubscribe.rawValue, params: JSONValue(encoding: SubscribeParams(ids: ids)))
         try streamEvents(tickInterval: tickInterval, onEvent: onEvent)
     }
 
@@ -317,9 +317,9 @@ public final class RPCClient {
 
     private static func event(method: String, params: JSONValue?) -> RPCEvent {
         switch method {
-        case RPCMethod.progressEvent:
+        case RPCMethod.transferProgress.rawValue:
             if let job = try? params?.decode(as: JobSnapshot.self) { return .progress(job) }
-        case RPCMethod.stateEvent:
+        case RPCMethod.transferState.rawValue:
             if let job = try? params?.decode(as: JobSnapshot.self) { return .state(job) }
         default:
             break

@@ -37,20 +37,3 @@ public enum RPCMethod: String, CaseIterable, Sendable {
 }
 
 // MARK: - Transitional names
-
-/// The method names as `String` constants, as the engine and the CLI used them before
-/// ``RPCMethod`` became an enum. Transitional: delete once `Engine/`, `Sources/aftransfer/` and
-/// `RPCClient.swift` use the cases (or `rawValue`).
-extension RPCMethod {
-    public static let add = RPCMethod.transferAdd.rawValue
-    public static let list = RPCMethod.transferList.rawValue
-    public static let get = RPCMethod.transferGet.rawValue
-    public static let pause = RPCMethod.transferPause.rawValue
-    public static let resume = RPCMethod.transferResume.rawValue
-    public static let cancel = RPCMethod.transferCancel.rawValue
-    public static let retry = RPCMethod.transferRetry.rawValue
-    public static let remove = RPCMethod.transferRemove.rawValue
-    public static let subscribe = RPCMethod.eventsSubscribe.rawValue
-    public static let progressEvent = RPCMethod.transferProgress.rawValue
-    public static let stateEvent = RPCMethod.transferState.rawValue
-}

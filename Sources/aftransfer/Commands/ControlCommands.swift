@@ -15,7 +15,8 @@ enum ControlCommands {
         let client = try global.connect()
         let result = try client.call(method: method, params: params, as: ControlResult.self)
         for job in result.jobs {
-            Console.out("job \(job.id): " + (method == RPCMethod.remove ? "removed" : job.state.rawValue))
+            Console.out(
+                "job \(job.id): " + (method == RPCMethod.transferRemove.rawValue ? "removed" : job.state.rawValue))
         }
         for refusal in result.refused {
             let what = refusal.state.map { "job \(refusal.id) (\($0.rawValue))" } ?? "job \(refusal.id) (no such job)"
@@ -34,7 +35,8 @@ struct PauseCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
-        try ControlCommands.run(method: RPCMethod.pause, verb: "pause", params: ControlParams(ids: ids), global: global)
+        try ControlCommands.run(
+            method: RPCMethod.transferPause.rawValue, verb: "pause", params: ControlParams(ids: ids), global: global)
     }
 }
 
@@ -48,7 +50,7 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.resume, verb: "resume", params: ControlParams(ids: ids), global: global)
+            method: RPCMethod.transferResume.rawValue, verb: "resume", params: ControlParams(ids: ids), global: global)
     }
 }
 
@@ -62,7 +64,7 @@ struct CancelCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.cancel, verb: "cancel", params: ControlParams(ids: ids), global: global)
+            method: RPCMethod.transferCancel.rawValue, verb: "cancel", params: ControlParams(ids: ids), global: global)
     }
 }
 
@@ -75,7 +77,8 @@ struct RetryCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
-        try ControlCommands.run(method: RPCMethod.retry, verb: "retry", params: ControlParams(ids: ids), global: global)
+        try ControlCommands.run(
+            method: RPCMethod.transferRetry.rawValue, verb: "retry", params: ControlParams(ids: ids), global: global)
     }
 }
 
@@ -93,7 +96,7 @@ struct RemoveCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.remove, verb: "remove",
+            method: RPCMethod.transferRemove.rawValue, verb: "remove",
             params: ControlParams(ids: ids, deleteFiles: deleteFiles ? true : nil),
             global: global)
     }

@@ -39,7 +39,7 @@ struct ListCommand: ParsableCommand {
         let client = try global.connect()
         if json {
             // Copied from the socket as it arrives: 100,000 jobs are never decoded here.
-            let outcome = try client.callStreamingResult(method: RPCMethod.list, params: params) {
+            let outcome = try client.callStreamingResult(method: RPCMethod.transferList.rawValue, params: params) {
                 Console.write(bytes: $0, to: .stdout)
             }
             switch outcome {
@@ -50,7 +50,7 @@ struct ListCommand: ParsableCommand {
             }
             return
         }
-        let result = try client.call(method: RPCMethod.list, params: params)
+        let result = try client.call(method: RPCMethod.transferList.rawValue, params: params)
         // The daemon applies the limit; applying it here too costs nothing.
         let jobs = try result.decode(as: [JobSnapshot].self).prefix(limit ?? Int.max)
         let lines = JobTable.lines(Array(jobs))

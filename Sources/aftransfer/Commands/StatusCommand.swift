@@ -17,7 +17,8 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let client = try global.connect()
-        let result = try client.call(method: RPCMethod.get, params: JSONValue(encoding: GetParams(id: id)))
+        let result = try client.call(
+            method: RPCMethod.transferGet.rawValue, params: JSONValue(encoding: GetParams(id: id)))
         if json {
             try JSONOutput.print(result)
         } else {

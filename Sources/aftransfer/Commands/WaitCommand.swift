@@ -30,7 +30,7 @@ struct WaitCommand: ParsableCommand {
     func run() throws {
         let client = try global.connect()
         let jobs = try ids.map {
-            try client.call(method: RPCMethod.get, params: GetParams(id: $0), as: JobSnapshot.self)
+            try client.call(method: RPCMethod.transferGet.rawValue, params: GetParams(id: $0), as: JobSnapshot.self)
         }
         let follower = JobFollower(client: client, jobs: jobs)
         guard try follower.follow(timeout: timeout, onUpdate: { _ in }) else {

@@ -18,15 +18,17 @@ struct WatchCommand: ParsableCommand {
         let client = try global.connect()
         let jobs: [JobSnapshot]
         if ids.isEmpty {
-            jobs = try client.call(method: RPCMethod.list, params: ListParams(), as: [JobSnapshot].self)
-                .filter { !$0.state.isFinal }
+            jobs = try client.call(
+                method: RPCMethod.transferList.rawValue, params: ListParams(), as: [JobSnapshot].self
+            )
+            .filter { !$0.state.isFinal }
             if jobs.isEmpty {
                 Console.out("No unfinished jobs.")
                 return
             }
         } else {
             jobs = try ids.map {
-                try client.call(method: RPCMethod.get, params: GetParams(id: $0), as: JobSnapshot.self)
+                try client.call(method: RPCMethod.transferGet.rawValue, params: GetParams(id: $0), as: JobSnapshot.self)
             }
         }
         let follower = JobFollower(client: client, jobs: jobs)

@@ -66,7 +66,8 @@ final class JobFollower {
         if !subscribedBefore {
             do {
                 let ids = jobs.map(\.id)
-                try client.call(method: RPCMethod.subscribe, params: JSONValue(encoding: SubscribeParams(ids: ids)))
+                try client.call(
+                    method: RPCMethod.eventsSubscribe.rawValue, params: JSONValue(encoding: SubscribeParams(ids: ids)))
             } catch is RPCError {
                 // No events from this daemon: polling alone still works.
             }
@@ -113,7 +114,8 @@ final class JobFollower {
             if caughtUp && asked >= Self.pollBatch { break }
             asked += 1
             do {
-                let fresh = try client.call(method: RPCMethod.get, params: GetParams(id: job.id), as: JobSnapshot.self)
+                let fresh = try client.call(
+                    method: RPCMethod.transferGet.rawValue, params: GetParams(id: job.id), as: JobSnapshot.self)
                 record(fresh)
             } catch let error as RPCError where error.code == RPCErrorCode.notFound {
                 if gone.insert(job.id).inserted { open -= 1 }

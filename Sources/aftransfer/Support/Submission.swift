@@ -40,7 +40,8 @@ struct Submission {
         // With --wait, subscribe before queuing: no event of the new jobs can be missed, so the
         // follower need not ask for each job to catch up (thousands of requests for a long list).
         let subscribed =
-            options.wait && (try? client.call(method: RPCMethod.subscribe, params: .some(.object([:])))) != nil
+            options.wait
+            && (try? client.call(method: RPCMethod.eventsSubscribe.rawValue, params: .some(.object([:])))) != nil
         let added: [JSONValue]
         do {
             if isList && !options.json && !options.wait {
@@ -54,7 +55,7 @@ struct Submission {
             } else {
                 // `.some`: the untyped call, not the generic one that would re-encode the result.
                 let params = try JSONValue(encoding: items[0].request)
-                added = [try client.call(method: RPCMethod.add, params: .some(params))]
+                added = [try client.call(method: RPCMethod.transferAdd.rawValue, params: .some(params))]
             }
         } catch let error as RPCError {
             throw CLIFailure(error.exitStatus, Self.prefix(origin(of: error)) + error.message)
@@ -79,7 +80,8 @@ struct Submission {
         if options.json {
             // The daemon's own objects, so that every field it sends reaches the script.
             let finalObjects = try follower.jobs.map { job in
-                let fresh = try? client.call(method: RPCMethod.get, params: JSONValue(encoding: GetParams(id: job.id)))
+                let fresh = try? client.call(
+                    method: RPCMethod.transferGet.rawValue, params: JSONValue(encoding: GetParams(id: job.id)))
                 return try fresh ?? JSONValue(encoding: job)
             }
             try JSONOutput.print(isList ? .array(finalObjects) : finalObjects[0])
