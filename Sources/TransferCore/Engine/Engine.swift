@@ -48,6 +48,8 @@ public final class Engine: AttemptHost {
     let directorySyncer: DirectorySyncer
     private var scheduler = Scheduler()
     private var tasks: [Int64: TransferTask] = [:]
+    /// The rows of jobs whose attempt is ending, while the ending is dispatched (``attemptEnded(_:_:)``).
+    private var ending: [Int64: JobRecord] = [:]
     private var batch = WriteBatch()
     private var afterCommitQueue: [() -> Void] = []
     private var events: [(EngineNotification, JobSnapshot)] = []
@@ -210,6 +212,7 @@ public final class Engine: AttemptHost {
         guard !patch.isEmpty else { return }
         batch.patch(id, patch)
         tasks[id]?.record.apply(patch)
+        ending[id]?.apply(patch)
         scheduler.apply(patch, to: id, loaded: loaded)
     }
 
@@ -315,6 +318,11 @@ public final class Engine: AttemptHost {
         guard tasks[id] === task else { return }  // already stopped by the user
         tasks[id] = nil
         lastProgressEvent[id] = nil
+        // While the ending is dispatched, the job's row is the task's: its events are made from it
+        // rather than read back from the store (a read per finished job was a tenth of the
+        // daemon's work with thousands of small files).
+        ending[id] = task.record
+        defer { ending[id] = nil }
         switch outcome {
         case .completed(let digest):
             closeHistory(task, error: nil)
@@ -331,6 +339,14 @@ public final class Engine: AttemptHost {
     private func closeHistory(_ task: TransferTask, error: TransferError?) {
         task.closeHistory(error: error)
         batch.putAttempt(task.jobId, seq: task.historySeq, task.historyEntry)
+        if var r = ending[task.jobId] {
+            if task.historySeq < r.history.count {
+                r.history[task.historySeq] = task.historyEntry
+            } else {
+                r.history.append(task.historyEntry)
+            }
+            ending[task.jobId] = r
+        }
         if let status = task.lastStatus {
             var p = JobPatch()
             p.httpStatus = .some(status)
@@ -607,6 +623,7 @@ public final class Engine: AttemptHost {
     /// pass's uncommitted changes on top.
     private func record(_ id: Int64) -> JobRecord? {
         if let t = tasks[id] { return t.record }
+        if let r = ending[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
         if let p = batch.patches[id] { r.apply(p) }
         let pending = batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }

@@ -15,6 +15,13 @@ public struct JSONValueDecoder {
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
         try TreeDecoder(value: value, codingPath: []).decodeValue(T.self)
     }
+
+    /// Decodes `type` from JSON text (``JSONParser``, then the tree): the store's JSON columns.
+    /// - Throws: ``JSONParser/Failure`` or `DecodingError`.
+    public func decode<T: Decodable>(_ type: T.Type, fromJSON text: String) throws -> T {
+        var text = text
+        return try decode(type, from: text.withUTF8 { try JSONParser.parse(UnsafeRawBufferPointer($0)) })
+    }
 }
 
 /// A coding key for array elements and for `allKeys`.

@@ -8,17 +8,18 @@ public enum RPCReply {
     /// A result written piece by piece, each piece asked for when the previous one was flushed.
     case stream(RPCResultStream)
 
-    /// The encoder of results and errors: sorted keys (the CLI relies on the order of a
-    /// response's keys), slashes as they are.
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    /// Encodes a result or an error as JSON text: sorted keys (the CLI relies on the order of a
+    /// response's keys), slashes as they are (``JSONValueEncoder`` and ``JobJSONWriter/value(_:)``,
+    /// which write what `JSONEncoder` with `.sortedKeys, .withoutEscapingSlashes` writes).
+    static func json<T: Encodable>(_ value: T) throws -> [UInt8] {
+        var writer = JobJSONWriter(capacity: 256)
+        writer.value(try JSONValueEncoder().encode(value))
+        return writer.bytes
+    }
 
-    /// A result encoded by `JSONEncoder` (small results).
+    /// A result encoded as JSON (small results).
     public static func encoding<T: Encodable>(_ value: T) throws -> RPCReply {
-        .json(Array(try encoder.encode(value)))
+        .json(try json(value))
     }
 
     /// One job object as the result.

@@ -138,8 +138,8 @@ public final class RPCServer {
         case .success(.stream(let stream)):
             conn.send(head: Self.head(id: id), stream: stream)
         case .failure(let error):
-            guard let line = try? RPCReply.encoder.encode(ErrorResponse(error: error, id: id)) else { return }
-            conn.send(Array(line))
+            guard let line = try? RPCReply.json(ErrorResponse(error: error, id: id)) else { return }
+            conn.send(line)
         }
     }
 

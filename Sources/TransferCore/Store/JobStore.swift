@@ -7,7 +7,7 @@ import GRDB
 /// Loop-thread only (GRDB's queue makes each call synchronous on the caller's thread).
 public final class JobStore {
     private let db: DatabaseQueue
-    private let decoder = JSONDecoder()
+    private let decoder = JSONValueDecoder()
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     public init(path: String) throws {
@@ -213,7 +213,7 @@ public final class JobStore {
         // GRDB prepares (and authorizes) anew every time.
         try db.inDatabase { db in
             // A cached statement: compiled (and authorized) once, not on every read.
-            let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
+            let statement = try db.cachedStatement(sql: "SELECT \(JobRecord.selection) FROM job WHERE id = ?")
             guard var r = try JobRecord.fetchOne(statement, arguments: [id]) else { return nil }
             r.history = try history(db, range: id...id)[id] ?? []
             return r
@@ -224,9 +224,13 @@ public final class JobStore {
     /// the daemon reads pages with ``listings(state:after:limit:)``).
     public func jobs(state: TransferState? = nil) throws -> [JobRecord] {
         try db.read { db in
-            var q = JobRecord.order(Column("id"))
-            if let state { q = q.filter(Column("state") == state.rawValue) }
-            var rows = try q.fetchAll(db)
+            var sql = "SELECT \(JobRecord.selection) FROM job"
+            var args: StatementArguments = []
+            if let state {
+                sql += " WHERE state = ?"
+                args = [state.rawValue]
+            }
+            var rows = try JobRecord.fetchAll(db, sql: sql + " ORDER BY id", arguments: args)
             let histories = try history(db, range: nil)
             for i in rows.indices { rows[i].history = histories[rows[i].id ?? 0] ?? [] }
             return rows
@@ -289,11 +293,11 @@ public final class JobStore {
                     JobListing(
                         id: row[0], kind: kind, url: row[2], method: row[3], state: st, destination: row[5],
                         durableBytes: row[6], total: row[7], attempts: row[8], httpStatus: row[9],
-                        error: try errorText.map { try decoder.decode(TransferError.self, from: Data($0.utf8)) },
+                        error: try errorText.map { try decoder.decode(TransferError.self, fromJSON: $0) },
                         waitReason: (row[11] as String?).flatMap(WaitReason.init(rawValue:)), nextRetryAt: row[12],
                         insecure: (row[13] as Bool?) ?? false, sha256: row[14], createdAt: row[15], updatedAt: row[16],
                         completedAt: row[17],
-                        response: try responseText.map { try decoder.decode(ResponseInfo.self, from: Data($0.utf8)) },
+                        response: try responseText.map { try decoder.decode(ResponseInfo.self, fromJSON: $0) },
                         history: []))
             }
             guard let first = out.first?.id, let last = out.last?.id else { return out }
@@ -322,7 +326,7 @@ public final class JobStore {
                 AttemptRecord(
                     attempt: row[1], startedAt: row[2], endedAt: row[3], httpStatus: row[4], bytes: row[5],
                     nameLookup: row[6], connect: row[7], tls: row[8], firstByte: row[9], total: row[10],
-                    error: try errorText.map { try decoder.decode(TransferError.self, from: Data($0.utf8)) }))
+                    error: try errorText.map { try decoder.decode(TransferError.self, fromJSON: $0) }))
         }
         return out
     }
