@@ -137,6 +137,26 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decodeNil(forKey key: Key) throws -> Bool { try member(key) == .null }
 
+    // One dictionary lookup for an optional member, not three (`contains`, `decodeNil`, `decode`,
+    // as the protocol's defaults do): most of a request's twenty members are optional.
+    private func present(_ key: Key) -> TreeDecoder? {
+        guard let value = members[key.stringValue], value != .null else { return nil }
+        return TreeDecoder(value: value, codingPath: codingPath + [key])
+    }
+
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        try present(key)?.decode(type)
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try present(key)?.decode(type) }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        try present(key)?.decodeValue(type)
+    }
+
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try decoder(key).decodeValue(type)
     }

@@ -56,13 +56,16 @@ public final class JobStore {
         "sha256", "sourceSize", "sourceMtime", "response", "createdAt", "updatedAt", "completedAt", "sources",
     ]
 
-    private func insertValues(_ r: JobRecord) throws -> [DatabaseValueConvertible?] {
-        [
-            r.kind.rawValue, r.url, r.method, r.state.rawValue, try json(r.request), r.destination,
-            r.durableBytes, r.total, r.etag, r.lastModified, r.attempts, r.retriesUsed, r.httpStatus,
-            try json(r.error), r.waitReason?.rawValue, r.nextRetryAt, r.priority, r.finalizing, r.sha256,
-            r.sourceSize, r.sourceMtime, try json(r.response), r.createdAt, r.updatedAt, r.completedAt,
-            try json(r.sources),
+    /// The values of ``insertColumns``, as `DatabaseValue`s: an array of existentials
+    /// (`DatabaseValueConvertible?`) made GRDB box and unbox each one, a third of staging a batch.
+    private func insertValues(_ r: JobRecord) throws -> [DatabaseValue] {
+        func v<T: DatabaseValueConvertible>(_ value: T?) -> DatabaseValue { value?.databaseValue ?? .null }
+        return [
+            v(r.kind.rawValue), v(r.url), v(r.method), v(r.state.rawValue), v(try json(r.request)), v(r.destination),
+            v(r.durableBytes), v(r.total), v(r.etag), v(r.lastModified), v(r.attempts), v(r.retriesUsed),
+            v(r.httpStatus), v(try json(r.error)), v(r.waitReason?.rawValue), v(r.nextRetryAt), v(r.priority),
+            v(r.finalizing), v(r.sha256), v(r.sourceSize), v(r.sourceMtime), v(try json(r.response)), v(r.createdAt),
+            v(r.updatedAt), v(r.completedAt), v(try json(r.sources)),
         ]
     }
 
@@ -93,7 +96,7 @@ public final class JobStore {
         try db.write { db in
             let statement = try db.cachedStatement(sql: Self.insertSQL(into: "temp.staged_job", extra: "batchKey"))
             for r in records {
-                try statement.execute(arguments: StatementArguments(try insertValues(r) + [key]))
+                try statement.execute(arguments: StatementArguments(try insertValues(r) + [key.databaseValue]))
             }
         }
     }
@@ -136,10 +139,10 @@ public final class JobStore {
         try db.write { db in
             for (id, patch) in batch.patches {
                 var columns: [String] = []
-                var values: [DatabaseValueConvertible?] = []
-                func set(_ name: String, _ v: DatabaseValueConvertible?) {
+                var values: [DatabaseValue] = []
+                func set<T: DatabaseValueConvertible>(_ name: String, _ v: T?) {
                     columns.append(name)
-                    values.append(v)
+                    values.append(v?.databaseValue ?? .null)
                 }
                 if let v = patch.state { set("state", v.rawValue) }
                 if let v = patch.url { set("url", v) }
@@ -160,7 +163,7 @@ public final class JobStore {
                 if let v = patch.completedAt { set("completedAt", v) }
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
-                values.append(id)
+                values.append(id.databaseValue)
                 let statement = try db.cachedStatement(sql: sql)
                 try statement.execute(arguments: StatementArguments(values))
             }
