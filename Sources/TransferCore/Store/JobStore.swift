@@ -49,8 +49,8 @@ public final class JobStore {
                     INSERT INTO job (kind, url, method, state, request, destination, durableBytes, total, etag,
                         lastModified, attempts, retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority,
                         finalizing, sha256, sourceSize, sourceMtime, response, createdAt, updatedAt, completedAt,
-                        sources)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        sources, uploadUrl, resumable, appendLimit)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             for i in records.indices {
                 let r = records[i]
@@ -59,7 +59,7 @@ public final class JobStore {
                     r.durableBytes, r.total, r.etag, r.lastModified, r.attempts, r.retriesUsed, r.httpStatus,
                     try json(r.error), r.waitReason?.rawValue, r.nextRetryAt, r.priority, r.finalizing, r.sha256,
                     r.sourceSize, r.sourceMtime, try json(r.response), r.createdAt, r.updatedAt, r.completedAt,
-                    try json(r.sources),
+                    try json(r.sources), r.uploadUrl, r.resumable?.rawValue, r.appendLimit,
                 ]
                 try statement.execute(arguments: StatementArguments(values))
                 records[i].id = db.lastInsertedRowID
@@ -101,6 +101,9 @@ public final class JobStore {
                 if let v = patch.sha256 { set("sha256", v) }
                 if let v = patch.response { set("response", try json(v)) }
                 if let v = patch.completedAt { set("completedAt", v) }
+                if let v = patch.uploadUrl { set("uploadUrl", v) }
+                if let v = patch.resumable { set("resumable", v?.rawValue) }
+                if let v = patch.appendLimit { set("appendLimit", v) }
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
                 values.append(id)
@@ -206,7 +209,7 @@ public final class JobStore {
             var sql = """
                 SELECT id, kind, url, method, state, destination, durableBytes, total, attempts, httpStatus, error,
                        waitReason, nextRetryAt, json_extract(request, '$.insecure'), sha256, createdAt, updatedAt,
-                       completedAt, response
+                       completedAt, response, uploadUrl, resumable
                 FROM job WHERE id > ?
                 """
             var args: [DatabaseValueConvertible?] = [after ?? 0]
@@ -231,7 +234,8 @@ public final class JobStore {
                         insecure: (row[13] as Bool?) ?? false, sha256: row[14], createdAt: row[15], updatedAt: row[16],
                         completedAt: row[17],
                         response: try responseText.map { try decoder.decode(ResponseInfo.self, from: Data($0.utf8)) },
-                        history: []))
+                        history: [], uploadUrl: row[19],
+                        resumable: (row[20] as String?).flatMap(ResumableProtocol.init(rawValue:))))
             }
             guard let first = out.first?.id, let last = out.last?.id else { return out }
             let histories = try history(db, range: first...last)
