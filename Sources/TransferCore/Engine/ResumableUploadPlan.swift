@@ -185,7 +185,8 @@ struct ResumableUploadPlan: Equatable {
         case .offset:
             if s == 404 || s == 410 { return startOver(s) }
             guard (200..<300).contains(s) else { return .failed(RetryPolicy.error(forHTTPStatus: s)) }
-            guard let text = response.headers["upload-offset"], let n = Int64(text.trimmingCharacters(in: .whitespaces)),
+            guard let text = response.headers["upload-offset"],
+                let n = Int64(text.trimmingCharacters(in: .whitespaces)),
                 n >= 0, n <= length
             else {
                 return .failed(Self.protocolError("the server's offset is missing or out of range"))
@@ -222,7 +223,8 @@ struct ResumableUploadPlan: Equatable {
             conflicts += 1
             guard conflicts <= Self.maxConflictsInARow else {
                 return .failed(
-                    TransferError(.httpStatus, "HTTP 409: the server refused \(conflicts) appends in a row", retryable: true))
+                    TransferError(
+                        .httpStatus, "HTTP 409: the server refused \(conflicts) appends in a row", retryable: true))
             }
             return .send(remember(offsetRequest()))
         case 413:

@@ -332,7 +332,9 @@ final class UploadTask: TransferTask {
         guard let p = plan, p.isResumable else { return }
         var patch = JobPatch()
         if record.uploadUrl != p.uploadURL { patch.uploadUrl = .some(p.uploadURL) }
-        if record.resumable != p.agreed, p.agreed != nil || record.uploadUrl != nil { patch.resumable = .some(p.agreed) }
+        if record.resumable != p.agreed, p.agreed != nil || record.uploadUrl != nil {
+            patch.resumable = .some(p.agreed)
+        }
         if record.durableBytes != p.offset { patch.durableBytes = p.offset }
         if record.appendLimit != p.appendLimit { patch.appendLimit = .some(p.appendLimit) }
         write(patch)
