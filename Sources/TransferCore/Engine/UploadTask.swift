@@ -5,9 +5,14 @@ import Foundation
 /// `Content-Length`, hashed as it is sent; the response validated (2xx) and its body saved to
 /// `--response FILE` (through `FILE.aftpart` and a rename) or kept with the job (64 KiB).
 ///
-/// Every attempt and every redirect hop (307/308) sends the payload from byte 0. The sources are
-/// checked against their size and mtime at enqueue before each attempt, when each file is opened
-/// and after it was read: a difference is `source_changed`, which is not retried.
+/// The requests of an attempt are decided by a ``ResumableUploadPlan`` (SPEC "Resumable
+/// uploads"): a plain upload, or an IETF/tus creation, `HEAD` and `PATCH`es from the server's
+/// offset; what the plan learns (upload URL, protocol, offset, append limit) is written to the job
+/// as it is learnt, the upload URL from the `104` in the header callback. A plain upload, every
+/// creation and every redirect hop (307/308) sends the payload from byte 0. The sources are
+/// checked against their size and mtime at enqueue before each attempt, before every request with
+/// bytes, when each file is opened and after it was read: a difference is `source_changed`, which
+/// is not retried.
 /// Loop-thread only.
 final class UploadTask: TransferTask {
     /// How much of a response body is kept with the job when it is not saved to a file.
@@ -332,7 +337,7 @@ final class UploadTask: TransferTask {
         guard let p = plan, p.isResumable else { return }
         var patch = JobPatch()
         if record.uploadUrl != p.uploadURL { patch.uploadUrl = .some(p.uploadURL) }
-        if record.resumable != p.agreed, p.agreed != nil || record.uploadUrl != nil {
+        if record.resumable != p.agreed {
             patch.resumable = .some(p.agreed)
         }
         if record.durableBytes != p.offset { patch.durableBytes = p.offset }
