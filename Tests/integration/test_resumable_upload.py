@@ -7,6 +7,7 @@ import os
 import random
 import re
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -62,6 +63,7 @@ class IetfServer:
     def stop(self) -> None:
         stop_process(self.proc)
         self._log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class TusServer:
@@ -117,6 +119,7 @@ class TusServer:
     def stop(self) -> None:
         stop_process(self.proc)
         self._log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -456,3 +459,37 @@ def test_tus_refuses_form_uploads_and_resumable_refuses_unknown_modes(daemon, tu
     assert r.rc == 2 and "resumable" in r.err
     resp = daemon.rpc("transfer.add", {"kind": "upload", "url": tus.base, "source": str(src), "resumable": "nope"})
     assert "error" in resp and "resumable" in resp["error"]["message"], resp
+
+
+@pytest.mark.timeout(180)
+def test_a_large_resumable_upload_cut_twice_keeps_the_daemon_memory_flat(daemon, ietf):
+    size = 192 * 1024 * 1024
+    src = daemon.work / "big.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop=f"{size * 45 // 100},{size * 9 // 10}"))
+    job = daemon.wait_state(id, "completed", timeout=150)
+    with open(f"/proc/{daemon.pid}/status") as f:
+        hwm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    assert hwm <= 64 * 1024 * 1024, f"daemon VmHWM {hwm / 1048576:.1f} MiB"
+    st = ietf.stats(key)
+    up = the_upload(st, upload_id(job))
+    assert up["sha256"] == digest and up["received"] == size and job["sha256"] == digest
+    os.unlink(src)
+
+
+def test_a_daemon_stop_mid_upload_and_a_503_to_the_offset_query_resume_the_same_upload(daemon, ietf):
+    size = 3 * 1024 * 1024
+    src = daemon.work / "stop.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, fail5xx=1), "--limit-rate", "2M")
+    daemon.wait_bytes(id, 1024 * 1024)
+    daemon.stop()
+    daemon.start()
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "HEAD", "PATCH"]
+    up = the_upload(st, upload_id(job))
+    assert len(st["uploads"]) == 1 and up["sha256"] == digest and up["received"] == size
+    assert [h["httpStatus"] for h in job["history"]] == [None, 503, 204, 200]

@@ -289,13 +289,15 @@ class TransferTask {
             historyEntry.total = t.total
         }
         historyEntry.endedAt = Timestamp.rfc3339(Timestamp.now())
-        historyEntry.httpStatus = status
+        historyEntry.httpStatus = lastStatus
         historyEntry.bytes = bytes
         historyEntry.error = error
     }
 
-    /// The HTTP status of the last response, if any.
-    var lastStatus: Int? { status }
+    /// The HTTP status of the last final response, if any (an interim 1xx is not one).
+    var lastStatus: Int? { status.flatMap { $0 >= 200 ? $0 : nil } }
+    /// The status of the response being read, interim (1xx) ones included.
+    var currentStatus: Int? { status }
 
     // MARK: - Rate limit
 

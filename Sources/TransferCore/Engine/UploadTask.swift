@@ -300,7 +300,7 @@ final class UploadTask: TransferTask {
     }
 
     override func interimResponseComplete() {
-        guard var p = plan, let s = lastStatus else { return }
+        guard var p = plan, let s = currentStatus else { return }
         if p.interim(ResumableUploadPlan.Response(status: s, headers: responseFields())) {
             plan = p
             // Written now: committed at the end of this loop pass, before any checkpoint.
