@@ -166,19 +166,21 @@ def test_an_ietf_upload_cut_twice_resumes_from_the_server_offset_and_sends_every
     assert up["received"] == 3_000_000, "a byte range the server had acknowledged was sent again"
     reqs = [(r["method"], upload_headers(r)) for r in st["requests"]]
     methods = [m for m, _ in reqs]
-    assert methods[-5:] == ["PUT", "HEAD", "PATCH", "HEAD", "PATCH"], methods
-    first = reqs[-5][1]
+    # libcurl may resend a PATCH cut on a reused connection at once (its rewind starts from the
+    # append's first byte); the server answers it 409, and the client asks again.
+    assert methods[:3] == ["PUT", "HEAD", "PATCH"] and methods[-2:] == ["HEAD", "PATCH"], methods
+    first = reqs[0][1]
     assert first["upload-draft-interop-version"] == "8" and first["upload-complete"] == "?1"
     assert first["upload-length"] == "3000000"
     patches = [h for m, h in reqs if m == "PATCH"]
-    assert [p["upload-offset"] for p in patches] == ["1000000", "2000000"]
+    assert {p["upload-offset"] for p in patches} == {"1000000", "2000000"}
+    assert patches[0]["upload-offset"] == "1000000" and patches[-1]["upload-offset"] == "2000000"
     assert all(p["content-type"] == "application/partial-upload" for p in patches)
-    assert [p["content-length"] for p in patches] == ["2000000", "1000000"]
+    assert all(int(p["content-length"]) == 3000000 - int(p["upload-offset"]) for p in patches)
     assert all(p["upload-complete"] == "?1" for p in patches)
     # One history entry per request of the resumed upload.
-    assert len(job["history"]) >= 5
-    assert [h["httpStatus"] for h in job["history"][-3:]] == [204, None, 200] or \
-        [h["httpStatus"] for h in job["history"][-2:]] == [204, 200]
+    assert len(job["history"]) in (len(methods), len(methods) - 1)  # a libcurl resend is one entry
+    assert job["history"][-1]["httpStatus"] == 200 and job["history"][-2]["httpStatus"] == 204
     assert job["response"]["status"] == 200 and json.loads(job["response"]["body"])["sha256"] == digest
 
 
