@@ -495,3 +495,38 @@ def test_a_daemon_stop_mid_upload_and_a_503_to_the_offset_query_resume_the_same_
     up = the_upload(st, upload_id(job))
     assert len(st["uploads"]) == 1 and up["sha256"] == digest and up["received"] == size
     assert [h["httpStatus"] for h in job["history"]] == [None, 503, 204, 200]
+
+
+@pytest.mark.daemon_args("--stall-timeout", "1")
+def test_a_stalled_append_ends_the_attempt_and_the_next_one_resumes_from_the_server_offset(daemon, ietf):
+    src = daemon.work / "stall.bin"
+    digest = write_random_file(src, 1_200_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, stall=500_000))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "PATCH"]
+    assert st["requests"][2]["headers"]["upload-offset"] == "500000"
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+    assert job["history"][0]["error"]["code"] == "timeout"
+
+
+def test_a_tus_upload_the_server_forgot_starts_over_with_a_new_creation(daemon, tus):
+    src = daemon.work / "forgot.bin"
+    digest = write_random_file(src, 2 * 1024 * 1024)
+    before = set(tus.uploads())
+    id = daemon.upload(src, tus.base, "--resumable", "tus", "--limit-rate", "1M")
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the tus upload URL")
+    daemon.wait_bytes(id, 300_000)
+    daemon.cli("pause", id, check=0)
+    daemon.wait_state(id, "paused")
+    first = daemon.job(id)["uploadUrl"].rsplit("/", 1)[1]
+    wait_until(lambda: first in tus.uploads(), 10, "the first upload on the server")
+    for p in tus.files.glob(first + "*"):
+        p.unlink()
+    daemon.cli("resume", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    second = job["uploadUrl"].rsplit("/", 1)[1]
+    assert second != first and set(tus.uploads()) - before == {second}
+    assert sha256_file(tus.files / second) == digest
+    assert any(h["httpStatus"] == 404 for h in job["history"]), job["history"]

@@ -14,6 +14,7 @@ Knobs, in the creation request's query (they stay with the upload):
   limit=N       appends (and the creation's body) larger than N get 413 + Upload-Limit
   advertise=1   Upload-Limit: max-append-size=N in the 104 and in HEAD (with limit)
   drop=A,B,...  cut the connection once the upload holds A bytes (then B, ...), once each
+  stall=A       once the upload holds A bytes, stop reading for 6 s (once), then cut
   conflict=N    the first N PATCHes get 409
   expire=404|410  after a cut connection, the upload is gone: its URL answers 404 or 410
   rate=B        read the body at about B bytes per second
@@ -86,9 +87,20 @@ class Handler(BaseHTTPRequestHandler):
         with open(up["path"], "ab") as f:
             while left > 0:
                 want = min(left, 65536)
+                stall = False
                 with LOCK:
                     if up["knobs"]["drops"]:
                         want = min(want, max(0, up["knobs"]["drops"][0] - up["offset"]))
+                    if up["knobs"]["stall"] is not None:
+                        want = min(want, max(0, up["knobs"]["stall"] - up["offset"]))
+                        if want == 0:
+                            up["knobs"]["stall"] = None
+                            stall = True
+                if stall:
+                    f.flush()
+                    time.sleep(6)
+                    self.cut()
+                    return False
                 if want == 0:
                     with LOCK:
                         up["knobs"]["drops"].pop(0)
@@ -159,7 +171,8 @@ class Handler(BaseHTTPRequestHandler):
             # The one-time faults belong to the key: a new upload of the same key has none left.
             knobs = KNOBS.setdefault(key, {
                 "drops": [int(x) for x in q.get("drop", "").split(",") if x],
-                "conflicts": int(q.get("conflict", "0")), "fail5xx": int(q.get("fail5xx", "0"))})
+                "conflicts": int(q.get("conflict", "0")), "fail5xx": int(q.get("fail5xx", "0")),
+                "stall": int(q["stall"]) if "stall" in q else None})
             up = {"id": uid, "key": key, "path": path, "offset": 0, "received": 0, "complete": False,
                   "deleted": False,
                   "gone": None, "sha256": None, "length": None, "limit": int(q["limit"]) if "limit" in q else None,
