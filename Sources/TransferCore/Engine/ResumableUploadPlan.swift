@@ -28,14 +28,17 @@ struct ResumableUploadPlan: Equatable {
 
     /// One request to send.
     struct Request: Equatable {
+        /// What the request is for.
         var purpose: Purpose
         /// `PUT`, `POST`, `HEAD` or `PATCH`.
         var method: String
+        /// The job's URL (creation, plain) or the upload URL.
         var url: String
         /// Header lines this request needs (`Name: value`); they replace the user's of that name.
         var headers: [String]
-        /// The payload's bytes sent: from `bodyOffset`, `bodyLength` of them; nil for no body.
+        /// The first payload byte sent.
         var bodyOffset: Int64 = 0
+        /// How many payload bytes are sent from `bodyOffset`; nil for no body (`HEAD`).
         var bodyLength: Int64?
         /// Whether this request carries the payload's last byte (its response is the job's).
         var completes = false
@@ -53,7 +56,9 @@ struct ResumableUploadPlan: Equatable {
 
     /// A response's status and headers (names lowercase).
     struct Response: Equatable {
+        /// The status (1xx for an interim response).
         var status: Int
+        /// Header values by lowercase name (the last of a repeated one).
         var headers: [String: String]
     }
 
@@ -61,8 +66,9 @@ struct ResumableUploadPlan: Equatable {
 
     /// The requested mode.
     let mode: ResumableMode
-    /// The job's URL and method (`PUT`/`POST`) for the first request.
+    /// The job's URL, for the first request.
     let url: String
+    /// The job's method (`PUT`/`POST`), for an IETF creation or a plain upload.
     let method: String
     /// The payload's length.
     let length: Int64
