@@ -186,7 +186,7 @@ def test_an_ietf_upload_cut_twice_resumes_from_the_server_offset_and_sends_every
 
 @pytest.mark.timeout(180)
 def test_kill_9_of_the_daemon_mid_ietf_upload_several_times_leaves_the_exact_bytes_on_the_server(daemon, ietf):
-    size = 6 * 1024 * 1024
+    size = 8 * 1024 * 1024  # 4 s at 2 MiB/s: the three kills come before the end
     src = daemon.work / "k9.bin"
     digest = write_random_file(src, size)
     key = ietf.key()
@@ -194,7 +194,7 @@ def test_kill_9_of_the_daemon_mid_ietf_upload_several_times_leaves_the_exact_byt
     rng = random.Random(int(time.time()))
     wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the upload URL from the 104")
     for _ in range(3):
-        time.sleep(rng.uniform(0.4, 0.9))
+        time.sleep(rng.uniform(0.3, 0.7))
         daemon.kill9()
         daemon.start()
         assert daemon.job(id)["uploadUrl"], "the upload URL was not kept across kill -9"
@@ -409,7 +409,7 @@ def test_a_tus_upload_completes_with_the_exact_bytes(daemon, tus):
 
 @pytest.mark.timeout(180)
 def test_kill_9_of_the_daemon_mid_tus_upload_several_times_resumes_one_upload(daemon, tus):
-    size = 6 * 1024 * 1024
+    size = 8 * 1024 * 1024  # 4 s at 2 MiB/s: the three kills come before the end
     src = daemon.work / "tk9.bin"
     digest = write_random_file(src, size)
     before = set(tus.uploads())
@@ -418,7 +418,7 @@ def test_kill_9_of_the_daemon_mid_tus_upload_several_times_resumes_one_upload(da
     rng = random.Random(int(time.time()))
     seen = []
     for _ in range(3):
-        time.sleep(rng.uniform(0.4, 0.9))
+        time.sleep(rng.uniform(0.3, 0.7))
         daemon.kill9()
         new = set(tus.uploads()) - before
         if new:
