@@ -530,3 +530,16 @@ def test_a_tus_upload_the_server_forgot_starts_over_with_a_new_creation(daemon, 
     assert second != first and set(tus.uploads()) - before == {second}
     assert sha256_file(tus.files / second) == digest
     assert any(h["httpStatus"] == 404 for h in job["history"]), job["history"]
+
+
+def test_the_response_of_the_completing_append_is_saved_with_response_file(daemon, ietf):
+    src = daemon.work / "resp.bin"
+    digest = write_random_file(src, 900_000)
+    out = daemon.work / "reply.json"
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="300000"), "--response", out)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    reply = json.loads(out.read_text())
+    assert reply["sha256"] == digest and reply["size"] == 900_000
+    assert job["response"]["status"] == 200 and job["response"]["body"] == ""
+    assert not (daemon.work / "reply.json.aftpart").exists()
