@@ -16,6 +16,8 @@ Called by scripts/bench, which installs the tools and builds the release binarie
   BENCH_SMALL_BUDGET  seconds before an aftransfer run is killed and failed (default 600)
   BENCH_PERF          DIR: `perf record -g` the daemon during each aftransfer run, into DIR
                       (for profiling only: perf distorts the timings of those runs)
+ resumable: a 1 GiB upload cut at 90 % (issue 8), to our IETF interop-8 server
+  BENCH_RESUMABLE_MB  size of the upload in MiB (default 1024)
  queue: n jobs queued behind busy slots
   BENCH_QUEUE_SIZES   queue sizes, one sub-case each (default 1000,10000,100000)
   BENCH_QUEUE_BUSY    busy slots = the daemon's --max-active (default 2)
@@ -59,6 +61,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request as urllib_request
 
 MIB = 1024 * 1024
 DEVNULL = os.open(os.devnull, os.O_RDWR)
@@ -392,8 +395,8 @@ class Bench:
         self.upload_skipped: str | None = None
         self.cases = [c.strip() for c in os.environ.get("BENCH_CASES", "big,small,queue").split(",") if c.strip()]
         for c in self.cases:
-            if c not in ("big", "small", "queue"):
-                raise SystemExit(f"bench.py: unknown case {c!r} in BENCH_CASES (big, small, queue)")
+            if c not in ("big", "small", "queue", "resumable"):
+                raise SystemExit(f"bench.py: unknown case {c!r} in BENCH_CASES (big, small, queue, resumable)")
         self.budget = float(os.environ.get("BENCH_STEP_BUDGET", "120"))
 
     # -- bookkeeping
@@ -1056,6 +1059,8 @@ class Bench:
                     elif case == "queue":
                         self.queue_runs()
                         self.queue_report()
+                    elif case == "resumable":
+                        resumable_case(self)
                 except Failure as e:
                     self.fail(f"{case}: {e}")
             if self.failures:
@@ -1069,6 +1074,104 @@ class Bench:
             else:
                 shutil.rmtree(self.work, ignore_errors=True)
         return 1 if self.failures else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# resumable: an upload cut at 90 % (issue 8)
+
+
+def resumable_case(bench: Bench) -> None:
+    """A BENCH_RESUMABLE_MB (1024) MiB upload to our IETF interop-8 server
+    (Tests/resumableserver/ietfserver.py) whose connection is cut once the server holds 90 % of it:
+    `--resumable auto` (HEAD, then PATCH of the last 10 %), `--resumable off` (the plain upload
+    starts again from byte 0), `curl -T` uncut, and `auto` cut twice (45 % and 90 %) for the
+    daemon's VmHWM. Bytes sent are what the server received, from its /_stats; every stored upload's
+    sha256 is checked. The server waits 0.3 s before each cut and the retry waits ~0.5 s: both are
+    in the walls of the cut runs."""
+    size = int(os.environ.get("BENCH_RESUMABLE_MB", "1024")) * MIB
+    work = f"{bench.work}/resumable"
+    store = f"{work}/server"
+    os.makedirs(store)
+    src = f"{work}/upload.bin"
+    print(f"== resumable: generating {size // MIB} MiB", flush=True)
+    want = generate(src, size)
+    with open(src, "rb", buffering=0) as f:
+        while f.read(8 * MIB):
+            pass
+    server_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "resumableserver",
+                             "ietfserver.py")
+    port = free_port()
+    log = open(f"{work}/server.log", "w")
+    server = subprocess.Popen([sys.executable, server_py, "--port", str(port), "--dir", store], stdin=DEVNULL,
+                              stdout=DEVNULL, stderr=log)
+    _started.append(server)
+    wait_port(port)
+    base = f"http://127.0.0.1:{port}/up"
+    rows: list[tuple[str, float, int, float | None, str]] = []
+
+    def stats(key: str) -> dict:
+        with urllib_request.urlopen(f"http://127.0.0.1:{port}/_stats?key={key}", timeout=30) as r:
+            return json.loads(r.read())
+
+    def verify(name: str, key: str) -> int | None:
+        st = stats(key)
+        done = [u for u in st["uploads"] if u["complete"]]
+        if len(done) != 1 or done[0]["sha256"] != want:
+            bench.fail(f"resumable {name}: the server holds no complete upload with the file's sha256")
+            return None
+        for name_ in os.listdir(store):
+            remove(f"{store}/{name_}")
+        return st["received"]
+
+    def aft(name: str, mode: str, drops: str | None) -> None:
+        key = f"{mode}-{len(rows)}"
+        q = f"?key={key}" + (f"&drop={drops}" if drops else "")
+        home = f"{work}/home-{len(rows)}"
+        os.sync()
+        d = Daemon(bench.bin, home)
+        try:
+            r = d.run("upload", src, base + q, "--resumable", mode, "--wait", log=f"{home}.cli.log")
+        finally:
+            d.stop()
+        if r["rc"] != 0:
+            bench.fail(f"resumable {name}: exit status {r['rc']} (see {home}.cli.log)")
+            return
+        sent = verify(name, key)
+        if sent is not None:
+            rows.append((name, r["wall"], sent, r["maxrss"], f"{r['cpu']:.2f}"))
+            print(f"  {name:<40} {r['wall']:7.2f} s  sent {sent / MIB:8.1f} MiB  daemon VmHWM "
+                  f"{fmt_mib(r['maxrss'])} MiB", flush=True)
+
+    cut = str(size * 9 // 10)
+    try:
+        aft("aftransfer --resumable auto, cut at 90 %", "auto", cut)
+        aft("aftransfer --resumable off, cut at 90 %", "off", cut)
+        os.sync()
+        key = "curl"
+        r = timed(["curl", "-s", "-o", "/dev/null", "-T", src, f"{base}?key={key}&no104=1"])
+        if r["rc"] != 0:
+            bench.fail(f"resumable curl -T: exit status {r['rc']}")
+        else:
+            sent = verify("curl -T", key)
+            if sent is not None:
+                rows.append(("curl -T, uncut", r["wall"], sent, r["maxrss"], f"{r['cpu']:.2f}"))
+                print(f"  {'curl -T, uncut':<40} {r['wall']:7.2f} s  sent {sent / MIB:8.1f} MiB", flush=True)
+        aft("aftransfer --resumable auto, cut at 45 % and 90 %", "auto", f"{size * 45 // 100},{cut}")
+    finally:
+        stop(server)
+        log.close()
+        remove(src)
+    print()
+    print(f"Results: a {size // MIB} MiB upload to our IETF interop-8 server on 127.0.0.1 whose connection is cut "
+          f"once it holds 90 % (sent: bytes the server received; peak RSS: the daemon's VmHWM, curl's ru_maxrss)")
+    print()
+    print("| run | wall (s) | sent (MiB) | sent / file | peak RSS (MiB) | CPU user+sys (s) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, wall, sent, rss, cpu in rows:
+        print(f"| {name} | {wall:.2f} | {sent / MIB:.1f} | {sent / size:.2f} | "
+              f"{fmt_mib(rss) if rss else '—'} | {cpu} |")
+    print("| target | | | auto ≤ 1.0 + the cut append | ≤ 64 (VmHWM, two cuts) | |")
+    print(flush=True)
 
 
 def main() -> int:

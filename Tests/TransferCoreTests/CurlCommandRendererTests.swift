@@ -26,4 +26,30 @@ final class CurlCommandRendererTests: XCTestCase {
         XCTAssertEqual(CurlCommandRenderer.quote("it's"), "'it'\\''s'")
         XCTAssertEqual(CurlCommandRenderer.quote("/tmp/x"), "/tmp/x")
     }
+
+    private func upload(_ resumable: String?) -> JobRecord {
+        var req = TransferRequest(url: "https://example.com/up")
+        req.kind = "upload"
+        req.source = "/tmp/disk.img"
+        req.resumable = resumable
+        return JobRecord(
+            id: 1, kind: .upload, url: req.url, method: "PUT", state: .queued, request: req,
+            destination: "/tmp/disk.img", durableBytes: 0, total: 4096, etag: nil, lastModified: nil, attempts: 0,
+            retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil, nextRetryAt: nil, priority: 0,
+            finalizing: false, sha256: nil, sourceSize: 4096, sourceMtime: 1, response: nil, history: [],
+            createdAt: 0, updatedAt: 0, completedAt: nil)
+    }
+
+    func testThatAResumableUploadShowsItsFirstRequestsHeadersAndOffShowsNone() {
+        let auto = CurlCommandRenderer.render(upload(nil))
+        XCTAssertTrue(auto.contains("-T /tmp/disk.img"))
+        for h in ["'Upload-Draft-Interop-Version: 8'", "'Upload-Complete: ?1'", "'Upload-Length: 4096'"] {
+            XCTAssertTrue(auto.contains("-H " + h), auto)
+        }
+        let tus = CurlCommandRenderer.render(upload("tus"))
+        XCTAssertFalse(tus.contains("-T "), tus)
+        XCTAssertTrue(tus.contains("-X POST") && tus.contains("'Tus-Resumable: 1.0.0'"), tus)
+        let off = CurlCommandRenderer.render(upload("off"))
+        XCTAssertFalse(off.contains("Upload-"), off)
+    }
 }

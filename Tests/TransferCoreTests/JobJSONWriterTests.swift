@@ -93,7 +93,8 @@ final class JobJSONWriterTests: XCTestCase {
             nextRetryAt: r.maybe { "2026-11-21T20:00:00.250Z" }, insecure: r.bool(),
             sha256: r.maybe { String(repeating: "ab", count: 32) }, createdAt: "2026-11-21T20:00:00Z",
             updatedAt: string(r), completedAt: r.maybe { "2026-11-21T20:00:01Z" }, history: history,
-            response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) })
+            response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) },
+            uploadUrl: r.maybe { string(r) }, resumable: r.maybe { r.pick([ResumableProtocol.ietf, .tus]) })
     }
 
     private func written(_ job: JobSnapshot) -> Data {
@@ -126,9 +127,16 @@ final class JobJSONWriterTests: XCTestCase {
         job.response = nil
         let upload = try XCTUnwrap(JSONSerialization.jsonObject(with: written(job)) as? [String: Any])
         XCTAssertTrue(upload["response"] is NSNull)
+        job.uploadUrl = nil
+        job.resumable = nil
+        let plain = try XCTUnwrap(JSONSerialization.jsonObject(with: written(job)) as? [String: Any])
+        XCTAssertTrue(plain["uploadUrl"] is NSNull)
+        XCTAssertTrue(plain["resumable"] is NSNull)
         job.kind = .download
         let download = try XCTUnwrap(JSONSerialization.jsonObject(with: written(job)) as? [String: Any])
         XCTAssertNil(download["response"])
+        XCTAssertNil(download["uploadUrl"])
+        XCTAssertNil(download["resumable"])
     }
 
     func testThatNumbersJSONCannotHoldAreWrittenAsNull() throws {

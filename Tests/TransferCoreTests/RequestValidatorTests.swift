@@ -473,4 +473,26 @@ final class RequestValidatorTests: XCTestCase {
             assertRefused(r, mentioning: "pinPubkey")
         }
     }
+
+    // MARK: resumable
+
+    func testThatResumableIsNormalizedForUploadsAndRefusedElsewhere() throws {
+        try write("file.txt")
+        var r = upload()
+        r.resumable = "TUS"
+        XCTAssertEqual(try RequestValidator.validate(r).resumable, "tus")
+        r.resumable = "sometimes"
+        assertRefused(r, mentioning: "resumable")
+        var form = upload()
+        form.source = nil
+        form.form = ["f=@" + path("file.txt")]
+        form.resumable = "tus"
+        assertRefused(form, mentioning: "resumable")
+        form.resumable = nil
+        form.sha256 = String(repeating: "0", count: 64)
+        assertRefused(form, mentioning: "sha256")
+        var d = download()
+        d.resumable = "auto"
+        assertRefused(d, mentioning: "resumable")
+    }
 }

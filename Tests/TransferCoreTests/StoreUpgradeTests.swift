@@ -75,6 +75,39 @@ final class StoreUpgradeTests: XCTestCase {
         XCTAssertEqual(try store.counts()[.paused], 1)
     }
 
+    /// Migration v4-resumable adds a resumable upload's URL, protocol and append limit: a v3
+    /// database upgrades with its jobs as they were and no upload URL, and the new columns are
+    /// written and read back.
+    func testThatASchemaV3DatabaseUpgradesThroughV4ResumableAndKeepsAnUploadURL() throws {
+        let copy = try copyFixture("transfers-v3")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let store = try JobStore(path: copy.path)
+        let jobs = try store.jobs()
+        XCTAssertEqual(jobs.map(\.state), [.completed, .failed, .failed, .paused])
+        XCTAssertTrue(jobs.allSatisfy { $0.uploadUrl == nil && $0.resumable == nil && $0.appendLimit == nil })
+        let upload = try XCTUnwrap(jobs[2].id)
+        var batch = WriteBatch()
+        var p = JobPatch()
+        p.uploadUrl = .some("http://127.0.0.1:1/res/u1")
+        p.resumable = .some(.ietf)
+        p.appendLimit = .some(1000)
+        p.durableBytes = 500
+        batch.patch(upload, p)
+        try store.commit(batch, now: 1)
+        let again = try XCTUnwrap(try store.job(upload))
+        XCTAssertEqual(again.uploadUrl, "http://127.0.0.1:1/res/u1")
+        XCTAssertEqual(again.resumable, .ietf)
+        XCTAssertEqual(again.appendLimit, 1000)
+        XCTAssertEqual(again.durableBytes, 500)
+        let listing = try XCTUnwrap(try store.listings(state: nil, after: upload - 1, limit: 1).first)
+        XCTAssertEqual(listing.uploadUrl, "http://127.0.0.1:1/res/u1")
+        XCTAssertEqual(listing.resumable, .ietf)
+        let migrations = try DatabaseQueue(path: copy.path).read { db in
+            try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+        }
+        XCTAssertEqual(migrations.last, "v4-resumable")
+    }
+
     private func copyFixture(_ name: String) throws -> URL {
         let fixture = try XCTUnwrap(
             Bundle.module.url(forResource: name, withExtension: "sqlite", subdirectory: "Fixtures"))

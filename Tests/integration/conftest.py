@@ -167,7 +167,7 @@ def is_int(v) -> bool:
 def assert_job_schema(job: dict) -> None:
     """Checks a job object against SPEC "The job object (JSON)": exact field names and types."""
     assert isinstance(job, dict), f"job is not an object: {job!r}"
-    expected = set(JOB_KEYS) | ({"response"} if job.get("kind") == "upload" else set())
+    expected = set(JOB_KEYS) | ({"response", "uploadUrl", "resumable"} if job.get("kind") == "upload" else set())
     assert set(job) == expected, (
         f"job fields differ from SPEC: missing {sorted(expected - set(job))}, "
         f"extra {sorted(set(job) - expected)}"
@@ -219,6 +219,8 @@ def assert_job_schema(job: dict) -> None:
     if job["kind"] == "upload":
         r = job["response"]
         assert r is None or (isinstance(r, dict) and set(r) == {"status", "headers", "body"}), r
+        assert job["uploadUrl"] is None or isinstance(job["uploadUrl"], str), job["uploadUrl"]
+        assert job["resumable"] in (None, "ietf", "tus"), job["resumable"]
 
 
 def assert_error_schema(err) -> None:

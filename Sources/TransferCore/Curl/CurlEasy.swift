@@ -138,6 +138,10 @@ public final class CurlEasy {
         switch o.body {
         case .none:
             break
+        case .head:
+            set(CURLOPT_NOBODY, 1)
+        case .bodiless(let method):
+            set(CURLOPT_CUSTOMREQUEST, method)
         case .upload(let method, let length, let bufferSize):
             enableRead(bufferSize: bufferSize)
             switch method {

@@ -8,6 +8,10 @@ public struct CurlRequestOptions: Equatable, Sendable {
         /// A streamed body of `length` bytes from ``CurlEasy/onRead``, with `method` (PUT, POST or
         /// another); libcurl reads at most `bufferSize` bytes a callback.
         case upload(method: String, length: Int64, bufferSize: Int)
+        /// A `HEAD` request: headers only.
+        case head
+        /// A request with `method` (`DELETE`) and no body either way.
+        case bodiless(method: String)
     }
 
     /// The default receive buffer: large buffers mean fewer callbacks (the curl CLI uses 100 KB).

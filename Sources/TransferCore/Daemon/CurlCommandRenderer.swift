@@ -22,10 +22,12 @@ public enum CurlCommandRenderer {
                 if req.createDirs == true { args.append("--create-dirs") }
             }
         } else {
-            if let src = req.source { args += ["-T", src] }
+            let mode = req.source == nil ? .off : ResumableMode(rawValue: req.resumable ?? "") ?? .defaultMode
+            if let src = req.source, mode != .tus { args += ["-T", src] }
             for f in req.form ?? [] { args += ["-F", f] }
-            let method = r.method
+            let method = mode == .tus ? "POST" : r.method
             if (req.form == nil && method != "PUT") || (req.form != nil && method != "POST") { args += ["-X", method] }
+            args += resumableHeaders(r, mode: mode)
             if let resp = req.response { args += ["-o", resp] }
         }
         for h in req.headers ?? [] {
@@ -45,5 +47,16 @@ public enum CurlCommandRenderer {
         if req.insecure == true { args.append("--insecure") }
         args.append(URLRedaction.redact(r.url))
         return args.map(quote).joined(separator: " ")
+    }
+
+    /// The resumable protocol's headers of an upload's first request (SPEC "Resumable uploads"):
+    /// IETF creation with `Upload-Complete: ?1`, or tus creation (`POST`, no body).
+    private static func resumableHeaders(_ r: JobRecord, mode: ResumableMode) -> [String] {
+        guard mode != .off, let src = r.request.source else { return [] }
+        var plan = ResumableUploadPlan(
+            mode: mode, url: r.url, method: r.method, length: r.total ?? r.sourceSize ?? 0,
+            contentType: MIMEType.guess(forPath: src), filename: URL(fileURLWithPath: src).lastPathComponent,
+            sha256Hex: r.request.sha256, uploadURL: nil, agreed: nil, offset: 0, appendLimit: nil)
+        return plan.first().headers.filter { !$0.lowercased().hasPrefix("content-type:") }.flatMap { ["-H", $0] }
     }
 }

@@ -19,6 +19,9 @@ protocol AttemptHost: AnyObject {
     func afterCommit(_ body: @escaping () -> Void)
     /// The job holding a download destination, other than `except`.
     func holder(of destination: String, except: Int64) -> Int64?
+    /// Writes the task's current history entry (a resumable upload's requests are one entry
+    /// each).
+    func recordHistory(_ task: TransferTask)
     /// The attempt ended (called once, unless the engine stopped it first).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome)
 }

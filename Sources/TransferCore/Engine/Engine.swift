@@ -62,6 +62,9 @@ public final class Engine: AttemptHost {
     /// a paused or waiting job never shows fewer bytes than it just did. Memory only: after a
     /// restart the part is cut back to its checkpoint anyway.
     private var lastBytes: [Int64: Int64] = [:]
+    /// `DELETE`s of abandoned resumable uploads in flight (``UploadTermination``), kept alive
+    /// until libcurl is done with them.
+    private var terminations: [ObjectIdentifier: CurlEasy] = [:]
     /// Receives state changes (after they are committed) and progress, with the job object.
     public var onEvent: ((EngineNotification, JobSnapshot) -> Void)?
     /// Whether anyone listens to events (job objects are built only then).
@@ -308,6 +311,7 @@ public final class Engine: AttemptHost {
         task.halt()
         lastProgressEvent[id] = nil
         if task is DownloadTask && reason != .cancel { lastBytes[id] = task.bytes }
+        if task is UploadTask && reason == .cancel { terminateUpload(id, task.record) }
         closeHistory(task, error: reason == .cancel ? JobMachine.cancelledError : nil)
         task.stopped(reason) { [weak self] in self?.schedule() }
     }
@@ -334,6 +338,11 @@ public final class Engine: AttemptHost {
             dispatch(id, .attemptEnded(.failed(err, retryAfter: retryAfter)))
             Log.info("attempt ended: \(err.code.rawValue): \(err.message)", job: id)
         }
+    }
+
+    /// Writes a task's current history entry (``AttemptHost``).
+    func recordHistory(_ task: TransferTask) {
+        batch.putAttempt(task.jobId, seq: task.historySeq, task.historyEntry)
     }
 
     private func closeHistory(_ task: TransferTask, error: TransferError?) {
@@ -398,14 +407,32 @@ public final class Engine: AttemptHost {
     private func deletePart(_ id: Int64) {
         lastBytes[id] = nil
         guard let r = record(id) else { return }
-        if r.kind == .upload, let response = r.request.response {
+        if r.kind == .upload {
+            terminateUpload(id, r)
             // A response file being written when the daemon stopped.
-            unlink(Destination.partPath(response))
+            if let response = r.request.response { unlink(Destination.partPath(response)) }
             return
         }
         guard r.kind == .download, let dest = r.destination else { return }
         write(id, checkpointer.discard(id))
         unlink(Destination.partPath(dest))
+    }
+
+    /// Sends `DELETE` to an abandoned resumable upload's URL once (best effort) and forgets the
+    /// URL, so a later `retry` starts a new upload.
+    private func terminateUpload(_ id: Int64, _ r: JobRecord) {
+        guard let options = UploadTermination.options(for: r) else { return }
+        var p = JobPatch()
+        p.uploadUrl = .some(nil)
+        p.durableBytes = 0
+        write(id, p)
+        guard let e = try? CurlEasy() else { return }
+        e.onDone = { [unowned self, unowned e] _ in self.terminations[ObjectIdentifier(e)] = nil }
+        e.configure(options)
+        if multi.add(e) {
+            terminations[ObjectIdentifier(e)] = e
+            Log.info("DELETE \(URLRedaction.redact(options.url)) (upload abandoned)", job: id)
+        }
     }
 
     private func deleteFile(_ id: Int64) {

@@ -65,6 +65,11 @@ class TransferTask {
     var isUpload: Bool { false }
     /// Called once the final (non-redirect) response's headers are complete.
     func responseHeadersComplete() {}
+    /// Called once an interim (1xx) response's headers are complete (``header(_:)`` reads them).
+    func interimResponseComplete() {}
+    /// Called when a final response is complete, before it is turned into an outcome: true when
+    /// the subclass took it over (started another request, or ended the attempt itself).
+    func followUp() -> Bool { false }
     /// Turns a finished response into an outcome; may finish asynchronously. Calls `report`.
     func complete(report: @escaping (AttemptOutcome) -> Void) {}
     /// Cleanup after a failed attempt (checkpoint, close files), then `then`.
@@ -162,6 +167,8 @@ class TransferTask {
                 }
                 responseHeadersComplete()
                 if abortError != nil { return false }
+            } else if let s = status, s < 200 {
+                interimResponseComplete()
             }
         } else if let colon = bytes.firstIndex(of: 0x3A) {
             let name = String(decoding: Self.trimmed(UnsafeRawBufferPointer(rebasing: bytes[..<colon])), as: UTF8.self)
@@ -225,8 +232,30 @@ class TransferTask {
             }
             return
         }
+        if followUp() { return }
         phase = .finishing
         complete { outcome in self.report(outcome) }
+    }
+
+    /// Starts another request of the same attempt to `url` (a resumable upload's next step):
+    /// redirects are counted afresh, credentials go along only to the job's origin.
+    func startRequest(url: String) throws {
+        redirectsFollowed = 0
+        sendCredentials = RedirectPolicy.sameOrigin(record.url, url)
+        currentURL = url
+        try startHop()
+    }
+
+    /// Closes the history entry of the request that just ended and opens the next one (SPEC:
+    /// each request of a resumable upload is one entry in `history`).
+    func beginNextHistoryEntry() {
+        closeHistory(error: nil)
+        engine.recordHistory(self)
+        record.history.append(historyEntry)
+        historySeq += 1
+        historyEntry = AttemptRecord(
+            attempt: record.attempts, startedAt: Timestamp.rfc3339(Timestamp.now()), bytes: bytes)
+        engine.recordHistory(self)
     }
 
     /// Ends the attempt with an error.
@@ -260,13 +289,15 @@ class TransferTask {
             historyEntry.total = t.total
         }
         historyEntry.endedAt = Timestamp.rfc3339(Timestamp.now())
-        historyEntry.httpStatus = status
+        historyEntry.httpStatus = lastStatus
         historyEntry.bytes = bytes
         historyEntry.error = error
     }
 
-    /// The HTTP status of the last response, if any.
-    var lastStatus: Int? { status }
+    /// The HTTP status of the last final response, if any (an interim 1xx is not one).
+    var lastStatus: Int? { status.flatMap { $0 >= 200 ? $0 : nil } }
+    /// The status of the response being read, interim (1xx) ones included.
+    var currentStatus: Int? { status }
 
     // MARK: - Rate limit
 

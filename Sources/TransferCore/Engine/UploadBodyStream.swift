@@ -41,6 +41,23 @@ final class UploadBodyStream {
         position = 0
     }
 
+    /// Goes to byte `start` of the payload (a resumable upload's append from the server's
+    /// offset); the file there is opened, and checked, by the next read.
+    func rewind(to start: Int64) {
+        rewind()
+        var left = max(0, min(start, length))
+        while left > 0, index < segments.count {
+            let take = min(left, segments[index].length)
+            offsetInSegment = take
+            position += take
+            left -= take
+            if left > 0 {
+                index += 1
+                offsetInSegment = 0
+            }
+        }
+    }
+
     /// Closes the open file, if any.
     func close() { closeFile() }
 

@@ -5,9 +5,14 @@ import Foundation
 /// `Content-Length`, hashed as it is sent; the response validated (2xx) and its body saved to
 /// `--response FILE` (through `FILE.aftpart` and a rename) or kept with the job (64 KiB).
 ///
-/// Every attempt and every redirect hop (307/308) sends the payload from byte 0. The sources are
-/// checked against their size and mtime at enqueue before each attempt, when each file is opened
-/// and after it was read: a difference is `source_changed`, which is not retried.
+/// The requests of an attempt are decided by a ``ResumableUploadPlan`` (SPEC "Resumable
+/// uploads"): a plain upload, or an IETF/tus creation, `HEAD` and `PATCH`es from the server's
+/// offset; what the plan learns (upload URL, protocol, offset, append limit) is written to the job
+/// as it is learnt, the upload URL from the `104` in the header callback. A plain upload, every
+/// creation and every redirect hop (307/308) sends the payload from byte 0. The sources are
+/// checked against their size and mtime at enqueue before each attempt, before every request with
+/// bytes, when each file is opened and after it was read: a difference is `source_changed`, which
+/// is not retried.
 /// Loop-thread only.
 final class UploadTask: TransferTask {
     /// How much of a response body is kept with the job when it is not saved to a file.
@@ -32,6 +37,15 @@ final class UploadTask: TransferTask {
     private var responseBytes: Int64 = 0
     /// The first ``keptResponseBytes`` of the response body, when it is not saved to a file.
     private var keptBody = Data()
+
+    /// The resumable protocol's decisions (a plain upload with `off` and for forms).
+    private var plan: ResumableUploadPlan?
+    /// The request in flight, as the plan asked for it.
+    private var request: ResumableUploadPlan.Request?
+    /// `--sha256`, once the source was checked against it before the first byte: the digest.
+    private var verifiedDigest: String?
+    /// The check of `--sha256` under way on libuv's pool.
+    private var precheck: RangeHasher?
 
     override var isUpload: Bool { true }
 
@@ -189,7 +203,15 @@ final class UploadTask: TransferTask {
         }
         if let path = req.response { try openResponsePart(path) }
         let length = body?.length ?? 0
-        bytes = 0
+        let mode =
+            req.form != nil ? .off : (req.resumable.flatMap(ResumableMode.init(rawValue:)) ?? ResumableMode.defaultMode)
+        let resumable = ResumableUploadPlan(
+            mode: mode, url: record.url, method: record.method, length: length, contentType: contentType,
+            filename: req.source.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "upload",
+            sha256Hex: req.sha256, uploadURL: record.uploadUrl, agreed: record.resumable, offset: record.durableBytes,
+            appendLimit: record.appendLimit)
+        plan = resumable
+        bytes = resumable.offset
         total = length
         if record.total != length {
             var p = JobPatch()
@@ -214,7 +236,113 @@ final class UploadTask: TransferTask {
 
     override func extraHeaders() -> [String] {
         // An empty Expect: no 100-continue round trip before the body.
-        ["Expect:", "Content-Type: \(contentType)"]
+        ["Expect:"] + (request?.headers ?? ["Content-Type: \(contentType)"])
+    }
+
+    // MARK: - Requests
+
+    override func start() throws {
+        try prepare()
+        guard let want = record.request.sha256, let source = record.request.source, plan?.uploadURL == nil else {
+            try startFirstRequest()
+            return
+        }
+        // SPEC: --sha256 is checked against the source before the first byte, on the pool.
+        let hasher = RangeHasher(loop: engine.loop, path: source)
+        precheck = hasher
+        hasher.finish(at: total ?? 0) { [weak self] digest in
+            guard let self, self.phase == .preparing else { return }
+            self.precheck = nil
+            guard let digest else {
+                self.complete(failure: TransferError(.io, "cannot read \(source) to check its sha256", retryable: true))
+                return
+            }
+            guard digest == want.lowercased() else {
+                self.complete(
+                    failure: TransferError(
+                        .checksum, "sha256 of \(source) is \(digest), expected \(want)", retryable: false))
+                return
+            }
+            self.verifiedDigest = digest
+            do { try self.startFirstRequest() } catch {
+                self.complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+            }
+        }
+    }
+
+    private func startFirstRequest() throws {
+        guard var p = plan else { throw TransferError(.io, "the upload was not prepared", retryable: false) }
+        let first = p.first()
+        plan = p
+        try send(first)
+    }
+
+    /// Sends one request of the plan; the source is checked first when the request carries bytes.
+    private func send(_ r: ResumableUploadPlan.Request) throws {
+        request = r
+        if (r.bodyLength ?? 0) > 0 { try checkSourceUnchanged() }
+        try startRequest(url: r.url)
+    }
+
+    /// SPEC: the source file is checked (size, mtime) before every append.
+    private func checkSourceUnchanged() throws {
+        guard let source = record.request.source else { return }
+        let st = try statSource(source)
+        if let recorded = record.sourceSize, recorded != Int64(st.st_size) { throw sourceChanged(source) }
+        if let recorded = record.sourceMtime, recorded != Self.modificationTime(st) { throw sourceChanged(source) }
+    }
+
+    /// The current response's headers by name (lowercase), the last of a repeated one.
+    private func responseFields() -> [String: String] {
+        var out: [String: String] = [:]
+        for (name, value) in headers { out[name] = value }
+        return out
+    }
+
+    override func interimResponseComplete() {
+        guard var p = plan, let s = currentStatus else { return }
+        if p.interim(ResumableUploadPlan.Response(status: s, headers: responseFields())) {
+            plan = p
+            // Written now: committed at the end of this loop pass, before any checkpoint.
+            persistPlan()
+            Log.info("resumable upload (ietf) at \(URLRedaction.redact(p.uploadURL ?? ""))", job: jobId)
+        }
+    }
+
+    override func followUp() -> Bool {
+        guard var p = plan, let s = lastStatus else { return false }
+        let verdict = p.received(ResumableUploadPlan.Response(status: s, headers: responseFields()))
+        plan = p
+        persistPlan()
+        switch verdict {
+        case .completed:
+            if p.isResumable, p.uploadURL != nil { bytes = p.offset }
+            return false
+        case .failed(let error):
+            storeResponse()
+            complete(failure: error)
+            return true
+        case .send(let next):
+            bytes = p.offset
+            beginNextHistoryEntry()
+            do { try send(next) } catch {
+                complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+            }
+            return true
+        }
+    }
+
+    /// Writes what the plan learnt (upload URL, protocol, acknowledged offset, append limit).
+    private func persistPlan() {
+        guard let p = plan, p.isResumable else { return }
+        var patch = JobPatch()
+        if record.uploadUrl != p.uploadURL { patch.uploadUrl = .some(p.uploadURL) }
+        if record.resumable != p.agreed {
+            patch.resumable = .some(p.agreed)
+        }
+        if record.durableBytes != p.offset { patch.durableBytes = p.offset }
+        if record.appendLimit != p.appendLimit { patch.appendLimit = .some(p.appendLimit) }
+        write(patch)
     }
 
     // MARK: - Sending
@@ -229,8 +357,13 @@ final class UploadTask: TransferTask {
         _ = responsePart?.truncate(to: 0)
         // Under --limit-rate, at most about a second's worth a read keeps the pace smooth.
         let paced = limiter.map { Int(min(Double(Self.uploadBufferSize), max(16 * 1024, $0.rate))) }
-        options.body = .upload(
-            method: record.method, length: body?.length ?? 0, bufferSize: paced ?? Self.uploadBufferSize)
+        if let r = request, r.method == "HEAD" {
+            options.body = .head
+        } else {
+            options.body = .upload(
+                method: request?.method ?? record.method, length: request?.bodyLength ?? body?.length ?? 0,
+                bufferSize: paced ?? Self.uploadBufferSize)
+        }
         easy.onRead = { [unowned self] buffer in self.supply(buffer) }
         easy.onRewind = { [unowned self] in
             self.restartPayload()
@@ -239,21 +372,38 @@ final class UploadTask: TransferTask {
         easy.onBody = { [unowned self] data in self.receive(data) }
     }
 
-    /// Back to byte 0: the stream, the digest and the progress.
+    /// Back to the request's first byte: the stream, the digest and the progress. A request from
+    /// byte 0 hashes afresh; an append keeps the attempt's hasher, which reads the file itself.
     private func restartPayload() {
-        body?.rewind()
-        hasher = Sha256()
-        fileHasher?.close()
-        fileHasher = record.request.source.map { RangeHasher(loop: engine.loop, path: $0) }
-        bytes = 0
+        let start = request?.bodyOffset ?? 0
+        guard request?.method != "HEAD" else {
+            bytes = plan?.offset ?? bytes
+            return
+        }
+        body?.rewind(to: start)
+        if start == 0 {
+            hasher = Sha256()
+            fileHasher?.close()
+            fileHasher =
+                verifiedDigest == nil ? record.request.source.map { RangeHasher(loop: engine.loop, path: $0) } : nil
+        }
+        bytes = start
+    }
+
+    /// The end of the current request's bytes in the payload.
+    private var requestEnd: Int64 {
+        guard let r = request, let n = r.bodyLength else { return body?.length ?? 0 }
+        return r.bodyOffset + n
     }
 
     /// The read callback: fills libcurl's buffer from the payload and hashes what it gave.
     private func supply(_ buffer: UnsafeMutableRawBufferPointer) -> CurlEasy.ReadVerdict {
         guard let body, let base = buffer.baseAddress else { return .bytes(0) }
-        guard pace(buffer.count) else { return .pause }
+        let want = Int(min(Int64(buffer.count), max(0, requestEnd - body.position)))
+        guard want > 0 else { return .bytes(0) }
+        guard pace(want) else { return .pause }
         do {
-            let n = try body.read(into: base, count: buffer.count)
+            let n = try body.read(into: base, count: want)
             if n > 0 {
                 if let fileHasher {
                     fileHasher.advance(to: body.position)
@@ -326,6 +476,14 @@ final class UploadTask: TransferTask {
             return
         }
         body?.close()
+        if let verifiedDigest {
+            finish(digest: verifiedDigest, report: report)
+            return
+        }
+        if fileHasher == nil, plan?.uploadURL != nil, let source = record.request.source {
+            // A resumed upload: the digest of the whole file, read back on the pool.
+            fileHasher = RangeHasher(loop: engine.loop, path: source)
+        }
         guard let fileHasher else {
             finish(digest: hasher.finalizeHex(), report: report)
             return
@@ -378,6 +536,8 @@ final class UploadTask: TransferTask {
     private func discard() {
         body?.close()
         fileHasher?.close()
+        precheck?.close()
+        precheck = nil
         if let part = responsePart {
             unlink(part.path)
             part.close()

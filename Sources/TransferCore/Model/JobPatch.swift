@@ -21,6 +21,12 @@ public struct JobPatch: Equatable, Sendable {
     public var sha256: String??
     public var response: ResponseInfo??
     public var completedAt: Double??
+    /// Upload: the resumable upload's URL (migration v4-resumable).
+    public var uploadUrl: String??
+    /// Upload: the resumable protocol the server agreed to.
+    public var resumable: ResumableProtocol??
+    /// Upload: the largest append the server takes (`max-append-size`), once learnt.
+    public var appendLimit: Int64??
 
     /// An empty patch (changes nothing).
     public init() {}
@@ -47,6 +53,9 @@ public struct JobPatch: Equatable, Sendable {
         if let v = later.sha256 { sha256 = v }
         if let v = later.response { response = v }
         if let v = later.completedAt { completedAt = v }
+        if let v = later.uploadUrl { uploadUrl = v }
+        if let v = later.resumable { resumable = v }
+        if let v = later.appendLimit { appendLimit = v }
     }
 
     /// A patch that forgets the part's bytes: durable offset 0 and no validators.

@@ -131,6 +131,10 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     public var history: [AttemptRecord]
     /// Uploads only: the response kept with the job (absent for downloads).
     public var response: ResponseInfo?
+    /// Uploads only: the resumable upload's URL, or null (absent for downloads).
+    public var uploadUrl: String?
+    /// Uploads only: `"ietf"` or `"tus"`, what the server agreed to, or null (absent for downloads).
+    public var resumable: ResumableProtocol?
 
     /// Creates a job object.
     public init(
@@ -138,7 +142,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         bytes: Int64, total: Int64?, fraction: Double?, rate: Double, eta: Double?, attempts: Int,
         httpStatus: Int?, error: TransferError?, waitReason: WaitReason?, nextRetryAt: String?, insecure: Bool,
         sha256: String?, createdAt: String, updatedAt: String, completedAt: String?, history: [AttemptRecord],
-        response: ResponseInfo? = nil
+        response: ResponseInfo? = nil, uploadUrl: String? = nil, resumable: ResumableProtocol? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -163,14 +167,18 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         self.completedAt = completedAt
         self.history = history
         self.response = response
+        self.uploadUrl = uploadUrl
+        self.resumable = resumable
     }
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, destination, bytes, total, fraction, rate, eta, attempts, httpStatus
         case error, waitReason, nextRetryAt, insecure, sha256, createdAt, updatedAt, completedAt, history, response
+        case uploadUrl, resumable
     }
 
-    /// Encodes every field, absent ones as `null`; `response` for uploads only.
+    /// Encodes every field, absent ones as `null`; `response`, `uploadUrl` and `resumable` for
+    /// uploads only.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
@@ -195,6 +203,10 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
         try c.encode(history, forKey: .history)
-        if kind == .upload { try c.encode(response, forKey: .response) }
+        if kind == .upload {
+            try c.encode(response, forKey: .response)
+            try c.encode(uploadUrl, forKey: .uploadUrl)
+            try c.encode(resumable, forKey: .resumable)
+        }
     }
 }

@@ -32,6 +32,8 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var pinPubkey: String?
     public var pinCert: String?
     public var insecure: Bool?
+    /// Upload: `"auto"` (IETF resumable uploads, the default), `"tus"` (tus 1.0.0) or `"off"`.
+    public var resumable: String?
 
     public init(url: String) { self.url = url }
 }

@@ -72,7 +72,20 @@ public enum RequestValidator {
         if r.form?.isEmpty == true { r.form = nil }
         if isUpload {
             try validateUpload(r)
+            if let given = r.resumable {
+                guard let mode = ResumableMode(rawValue: given.lowercased()) else {
+                    throw invalid("resumable: must be \"auto\", \"tus\" or \"off\", not \"\(printable(given))\"")
+                }
+                if mode == .tus && r.form != nil {
+                    throw invalid("resumable: tus sends a source file, not form parts")
+                }
+                r.resumable = mode.rawValue
+            }
+            if r.sha256 != nil && r.form != nil {
+                throw invalid("sha256: applies to a source file, not to form parts")
+            }
         } else {
+            if r.resumable != nil { throw invalid("resumable: only applies to uploads") }
             try validateDownload(r)
         }
 

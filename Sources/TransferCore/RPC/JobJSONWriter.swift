@@ -52,6 +52,8 @@ public struct JobJSONWriter {
         if job.kind == .upload {
             key(",\"response\":")
             if let response = job.response { write(response) } else { null() }
+            key(",\"resumable\":")
+            string(job.resumable?.rawValue)
         }
         key(",\"sha256\":")
         string(job.sha256)
@@ -61,6 +63,10 @@ public struct JobJSONWriter {
         int(job.total)
         key(",\"updatedAt\":")
         string(job.updatedAt)
+        if job.kind == .upload {
+            key(",\"uploadUrl\":")
+            string(job.uploadUrl)
+        }
         key(",\"url\":")
         string(job.url)
         key(",\"waitReason\":")

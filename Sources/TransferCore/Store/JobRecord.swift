@@ -61,11 +61,17 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     /// Upload: each source file's size and mtime at enqueue, in form order (migration v2; nil for
     /// older rows, which keep the aggregate `sourceSize`/`sourceMtime` check).
     public var sources: [SourceStamp]? = nil
+    /// Upload: the resumable upload's URL, once the server gave one (migration v4-resumable).
+    public var uploadUrl: String? = nil
+    /// Upload: the resumable protocol the server agreed to (`ietf`, `tus`), or nil.
+    public var resumable: ResumableProtocol? = nil
+    /// Upload: the server's `max-append-size`, once learnt.
+    public var appendLimit: Int64? = nil
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts
         case retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize
-        case sourceMtime, response, createdAt, updatedAt, completedAt, sources
+        case sourceMtime, response, createdAt, updatedAt, completedAt, sources, uploadUrl, resumable, appendLimit
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
@@ -93,6 +99,9 @@ extension JobRecord {
         if let v = p.sha256 { sha256 = v }
         if let v = p.response { response = v }
         if let v = p.completedAt { completedAt = v }
+        if let v = p.uploadUrl { uploadUrl = v }
+        if let v = p.resumable { resumable = v }
+        if let v = p.appendLimit { appendLimit = v }
     }
 }
 
@@ -101,7 +110,7 @@ extension JobRecord {
     static let selection = """
         id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts,
         retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize,
-        sourceMtime, response, createdAt, updatedAt, completedAt, sources
+        sourceMtime, response, createdAt, updatedAt, completedAt, sources, uploadUrl, resumable, appendLimit
         """
 
     /// Decodes a row of ``selection`` by position. By hand: GRDB's Codable decoding of every column
@@ -148,5 +157,8 @@ extension JobRecord {
         updatedAt = row[24]
         completedAt = row[25]
         sources = try json(26, [SourceStamp].self)
+        uploadUrl = row[27]
+        resumable = (row[28] as String?).flatMap(ResumableProtocol.init(rawValue:))
+        appendLimit = row[29]
     }
 }

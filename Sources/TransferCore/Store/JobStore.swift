@@ -54,6 +54,7 @@ public final class JobStore {
         "kind", "url", "method", "state", "request", "destination", "durableBytes", "total", "etag", "lastModified",
         "attempts", "retriesUsed", "httpStatus", "error", "waitReason", "nextRetryAt", "priority", "finalizing",
         "sha256", "sourceSize", "sourceMtime", "response", "createdAt", "updatedAt", "completedAt", "sources",
+        "uploadUrl", "resumable", "appendLimit",
     ]
 
     /// The values of ``insertColumns``, as `DatabaseValue`s: an array of existentials
@@ -65,7 +66,8 @@ public final class JobStore {
             v(r.durableBytes), v(r.total), v(r.etag), v(r.lastModified), v(r.attempts), v(r.retriesUsed),
             v(r.httpStatus), v(try json(r.error)), v(r.waitReason?.rawValue), v(r.nextRetryAt), v(r.priority),
             v(r.finalizing), v(r.sha256), v(r.sourceSize), v(r.sourceMtime), v(try json(r.response)), v(r.createdAt),
-            v(r.updatedAt), v(r.completedAt), v(try json(r.sources)),
+            v(r.updatedAt), v(r.completedAt), v(try json(r.sources)), v(r.uploadUrl), v(r.resumable?.rawValue),
+            v(r.appendLimit),
         ]
     }
 
@@ -161,6 +163,9 @@ public final class JobStore {
                 if let v = patch.sha256 { set("sha256", v) }
                 if let v = patch.response { set("response", try json(v)) }
                 if let v = patch.completedAt { set("completedAt", v) }
+                if let v = patch.uploadUrl { set("uploadUrl", v) }
+                if let v = patch.resumable { set("resumable", v?.rawValue) }
+                if let v = patch.appendLimit { set("appendLimit", v) }
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
                 values.append(id.databaseValue)
@@ -276,7 +281,7 @@ public final class JobStore {
             var sql = """
                 SELECT id, kind, url, method, state, destination, durableBytes, total, attempts, httpStatus, error,
                        waitReason, nextRetryAt, json_extract(request, '$.insecure'), sha256, createdAt, updatedAt,
-                       completedAt, response
+                       completedAt, response, uploadUrl, resumable
                 FROM job WHERE id > ?
                 """
             var args: [DatabaseValueConvertible?] = [after ?? 0]
@@ -301,7 +306,8 @@ public final class JobStore {
                         insecure: (row[13] as Bool?) ?? false, sha256: row[14], createdAt: row[15], updatedAt: row[16],
                         completedAt: row[17],
                         response: try responseText.map { try decoder.decode(ResponseInfo.self, fromJSON: $0) },
-                        history: []))
+                        history: [], uploadUrl: row[19],
+                        resumable: (row[20] as String?).flatMap(ResumableProtocol.init(rawValue:))))
             }
             guard let first = out.first?.id, let last = out.last?.id else { return out }
             let histories = try history(db, range: first...last)

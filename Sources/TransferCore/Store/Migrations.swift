@@ -77,6 +77,15 @@ enum Migrations {
                     CREATE INDEX job_unfinished ON job(state, priority, id);
                     """)
         }
+        m.registerMigration("v4-resumable") { db in
+            // Resumable uploads: the upload URL the server gave, the protocol it agreed to and
+            // the largest append it takes. The acknowledged offset is `durableBytes`.
+            try db.alter(table: "job") { t in
+                t.add(column: "uploadUrl", .text)
+                t.add(column: "resumable", .text)
+                t.add(column: "appendLimit", .integer)
+            }
+        }
         return m
     }
 }

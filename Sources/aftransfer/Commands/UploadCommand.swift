@@ -37,6 +37,15 @@ struct UploadCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Save the response body to this file.", valueName: "file"))
     var response: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Resumable upload: auto (IETF draft, plain if the server does not offer it), tus (tus 1.0) or off (default auto).",
+            valueName: "mode"))
+    var resumable: String?
+
+    @Option(help: ArgumentHelp("The source file's expected SHA-256 (hex), checked before sending.", valueName: "hex"))
+    var sha256: String?
+
     @OptionGroup(title: "Transfer options")
     var transfer: TransferOptions
 
@@ -53,6 +62,9 @@ struct UploadCommand: ParsableCommand {
         }
         if let method, !["PUT", "POST"].contains(method.uppercased()) {
             throw ValidationError("--method must be PUT or POST.")
+        }
+        if let resumable, ResumableMode(rawValue: resumable.lowercased()) == nil {
+            throw ValidationError("--resumable must be auto, tus or off.")
         }
     }
 
@@ -79,6 +91,8 @@ struct UploadCommand: ParsableCommand {
             }
         }
         request.response = response.map(Paths.absolute)
+        request.resumable = resumable?.lowercased()
+        request.sha256 = sha256
         transfer.apply(to: &request)
         try Submission(items: [Submission.Item(origin: nil, request: request)], options: transfer, global: global).run()
     }

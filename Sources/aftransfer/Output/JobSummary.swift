@@ -40,6 +40,9 @@ enum JobSummary {
         if let response = job.response {
             fields.append(("Response", "HTTP \(response.status), \(response.body.utf8.count) bytes kept"))
         }
+        if let url = job.uploadUrl {
+            fields.append(("Upload URL", url + (job.resumable.map { " (\($0.rawValue))" } ?? "")))
+        }
 
         let width = fields.map(\.0.count).max() ?? 0
         var lines = ["Job \(job.id) (\(job.kind))"]

@@ -1,0 +1,341 @@
+import Foundation
+
+/// The protocol side of a resumable upload (SPEC "Resumable uploads"), with no I/O: given what
+/// the job has stored (upload URL, agreed protocol, acknowledged offset, append limit) and each
+/// response, it decides the next request: the first request (IETF optimistic creation, tus
+/// creation, or a plain upload), an offset query (`HEAD`), an append (`PATCH`), or the end of the
+/// attempt. ``UploadTask`` sends what it says and feeds back what came; `ResumableUploadPlanTests`
+/// walks every branch without a network.
+struct ResumableUploadPlan: Equatable {
+    /// `Upload-Draft-Interop-Version` of the IETF draft we speak.
+    static let interopVersion = "8"
+    /// `Tus-Resumable` of the tus version we speak.
+    static let tusVersion = "1.0.0"
+    /// `409`s in a row, without an append accepted between them, before the attempt fails.
+    static let maxConflictsInARow = 3
+
+    /// What a request is for.
+    enum Purpose: Equatable {
+        /// A plain upload of the whole payload (no resumable headers).
+        case plain
+        /// IETF: the whole payload with `Upload-Complete: ?1`; tus: `POST` creation.
+        case create
+        /// `HEAD` on the upload URL: the server's offset.
+        case offset
+        /// `PATCH` of bytes from the server's offset.
+        case append
+    }
+
+    /// One request to send.
+    struct Request: Equatable {
+        /// What the request is for.
+        var purpose: Purpose
+        /// `PUT`, `POST`, `HEAD` or `PATCH`.
+        var method: String
+        /// The job's URL (creation, plain) or the upload URL.
+        var url: String
+        /// Header lines this request needs (`Name: value`); they replace the user's of that name.
+        var headers: [String]
+        /// The first payload byte sent.
+        var bodyOffset: Int64 = 0
+        /// How many payload bytes are sent from `bodyOffset`; nil for no body (`HEAD`).
+        var bodyLength: Int64?
+        /// Whether this request carries the payload's last byte (its response is the job's).
+        var completes = false
+    }
+
+    /// What to do after a response.
+    enum Verdict: Equatable {
+        /// Send this request next, in the same attempt.
+        case send(Request)
+        /// The upload is complete; the last response is the job's response.
+        case completed
+        /// The attempt ends with this error (retryable or not, as it says).
+        case failed(TransferError)
+    }
+
+    /// A response's status and headers (names lowercase).
+    struct Response: Equatable {
+        /// The status (1xx for an interim response).
+        var status: Int
+        /// Header values by lowercase name (the last of a repeated one).
+        var headers: [String: String]
+    }
+
+    // MARK: - The job's facts
+
+    /// The requested mode.
+    let mode: ResumableMode
+    /// The job's URL, for the first request.
+    let url: String
+    /// The job's method (`PUT`/`POST`), for an IETF creation or a plain upload.
+    let method: String
+    /// The payload's length.
+    let length: Int64
+    /// The `Content-Type` of the payload (tus: `filetype` metadata).
+    let contentType: String
+    /// The source's file name (tus: `filename` metadata).
+    let filename: String
+    /// `--sha256` as base64 (IETF `Repr-Digest`), if given.
+    let digestBase64: String?
+
+    /// The upload URL, once the server gave one.
+    private(set) var uploadURL: String?
+    /// The protocol the server agreed to.
+    private(set) var agreed: ResumableProtocol?
+    /// The server's acknowledged offset.
+    private(set) var offset: Int64
+    /// The largest append the server takes, once learnt.
+    private(set) var appendLimit: Int64?
+    /// The request in flight.
+    private(set) var current: Request?
+    private var conflicts = 0
+
+    /// Creates the plan of one attempt from the job's stored facts.
+    init(
+        mode: ResumableMode, url: String, method: String, length: Int64, contentType: String, filename: String,
+        sha256Hex: String?, uploadURL: String?, agreed: ResumableProtocol?, offset: Int64, appendLimit: Int64?
+    ) {
+        self.mode = mode
+        self.url = url
+        self.method = method
+        self.length = length
+        self.contentType = contentType
+        self.filename = filename
+        self.digestBase64 = sha256Hex.flatMap(Self.base64(ofHex:))
+        self.uploadURL = agreed == nil ? nil : uploadURL
+        self.agreed = self.uploadURL == nil ? nil : agreed
+        self.offset = self.uploadURL == nil ? 0 : max(0, min(offset, length))
+        self.appendLimit = appendLimit
+    }
+
+    /// Whether a request of this plan is a resumable one (an attempt that may leave state behind).
+    var isResumable: Bool { mode != .off }
+
+    // MARK: - Deciding
+
+    /// The first request of an attempt: resume (`HEAD`) when the server gave an upload URL,
+    /// else create (or a plain upload with `off`).
+    mutating func first() -> Request {
+        conflicts = 0
+        let r: Request
+        if mode == .off {
+            r = Request(
+                purpose: .plain, method: method, url: url, headers: ["Content-Type: \(contentType)"], bodyOffset: 0,
+                bodyLength: length, completes: true)
+        } else if uploadURL != nil, agreed != nil {
+            r = offsetRequest()
+        } else if mode == .tus {
+            r = Request(
+                purpose: .create, method: "POST", url: url,
+                headers: [
+                    "Tus-Resumable: \(Self.tusVersion)", "Upload-Length: \(length)",
+                    "Upload-Metadata: filename \(Self.base64(filename)),filetype \(Self.base64(contentType))",
+                    "Content-Type:",
+                ],
+                bodyOffset: 0, bodyLength: 0)
+        } else {
+            var h = [
+                "Content-Type: \(contentType)", "Upload-Draft-Interop-Version: \(Self.interopVersion)",
+                "Upload-Complete: ?1", "Upload-Length: \(length)",
+            ]
+            if let d = digestBase64 { h.append("Repr-Digest: sha-256=:\(d):") }
+            r = Request(
+                purpose: .create, method: method, url: url, headers: h, bodyOffset: 0, bodyLength: length,
+                completes: true)
+        }
+        current = r
+        return r
+    }
+
+    /// An interim (1xx) response to the request in flight. Returns true when it gave an upload
+    /// URL (IETF `104` with `Location`): store it with the job at once.
+    mutating func interim(_ response: Response) -> Bool {
+        guard mode == .auto, current?.purpose == .create, response.status == 104,
+            let location = response.headers["location"], let resolved = Self.resolve(location, against: url)
+        else { return false }
+        uploadURL = resolved
+        agreed = .ietf
+        offset = 0
+        learnLimit(response.headers)
+        return true
+    }
+
+    /// The final response to the request in flight.
+    mutating func received(_ response: Response) -> Verdict {
+        guard let request = current else { return .failed(Self.protocolError("no request in flight")) }
+        let s = response.status
+        switch request.purpose {
+        case .plain:
+            return (200..<300).contains(s) ? .completed : .failed(RetryPolicy.error(forHTTPStatus: s))
+
+        case .create where mode == .tus:
+            guard (200..<300).contains(s) else { return .failed(RetryPolicy.error(forHTTPStatus: s)) }
+            guard let location = response.headers["location"], let resolved = Self.resolve(location, against: url)
+            else {
+                return .failed(Self.protocolError("the tus server created no upload (no Location in its \(s))"))
+            }
+            uploadURL = resolved
+            agreed = .tus
+            offset = 0
+            return next()
+
+        case .create:
+            if (200..<300).contains(s) {
+                if agreed != nil { offset = length }
+                return .completed
+            }
+            guard agreed != nil else { return .failed(RetryPolicy.error(forHTTPStatus: s)) }
+            return afterRefusal(response, of: request)
+
+        case .offset:
+            if s == 404 || s == 410 { return startOver(s) }
+            guard (200..<300).contains(s) else { return .failed(RetryPolicy.error(forHTTPStatus: s)) }
+            guard let text = response.headers["upload-offset"],
+                let n = Int64(text.trimmingCharacters(in: .whitespaces)),
+                n >= 0, n <= length
+            else {
+                return .failed(Self.protocolError("the server's offset is missing or out of range"))
+            }
+            offset = n
+            learnLimit(response.headers)
+            if n == length, agreed == .tus || response.headers["upload-complete"] == "?1" {
+                return .completed
+            }
+            return next()
+
+        case .append:
+            guard (200..<300).contains(s) else { return afterRefusal(response, of: request) }
+            conflicts = 0
+            var acknowledged = request.bodyOffset + (request.bodyLength ?? 0)
+            if let text = response.headers["upload-offset"], let n = Int64(text.trimmingCharacters(in: .whitespaces)),
+                n >= request.bodyOffset, n <= length
+            {
+                acknowledged = n
+            }
+            offset = acknowledged
+            if offset >= length && (agreed == .tus || request.completes) { return .completed }
+            return next()
+        }
+    }
+
+    /// A non-2xx answer to an append (or to an IETF creation the server had accepted with a 104).
+    private mutating func afterRefusal(_ response: Response, of request: Request) -> Verdict {
+        let s = response.status
+        switch s {
+        case 404, 410:
+            return startOver(s)
+        case 409:
+            conflicts += 1
+            guard conflicts <= Self.maxConflictsInARow else {
+                return .failed(
+                    TransferError(
+                        .httpStatus, "HTTP 409: the server refused \(conflicts) appends in a row", retryable: true))
+            }
+            return .send(remember(offsetRequest()))
+        case 413:
+            let learnt = Self.maxAppendSize(response.headers["upload-limit"])
+            guard let limit = learnt, limit > 0, limit < (request.bodyLength ?? 0) else {
+                return .failed(RetryPolicy.error(forHTTPStatus: s))
+            }
+            appendLimit = limit
+            return .send(remember(offsetRequest()))
+        default:
+            return .failed(RetryPolicy.error(forHTTPStatus: s))
+        }
+    }
+
+    /// The next append from the server's offset.
+    private mutating func next() -> Verdict {
+        guard let target = uploadURL, let proto = agreed else {
+            return .failed(Self.protocolError("no upload URL"))
+        }
+        let remaining = length - offset
+        let size = appendLimit.map { min($0, remaining) } ?? remaining
+        let last = offset + size >= length
+        var h: [String]
+        switch proto {
+        case .ietf:
+            h = [
+                "Upload-Draft-Interop-Version: \(Self.interopVersion)", "Content-Type: application/partial-upload",
+                "Upload-Offset: \(offset)", "Upload-Complete: \(last ? "?1" : "?0")",
+            ]
+            if last, let d = digestBase64 { h.append("Repr-Digest: sha-256=:\(d):") }
+        case .tus:
+            h = [
+                "Tus-Resumable: \(Self.tusVersion)", "Content-Type: application/offset+octet-stream",
+                "Upload-Offset: \(offset)",
+            ]
+        }
+        return .send(
+            remember(
+                Request(
+                    purpose: .append, method: "PATCH", url: target, headers: h, bodyOffset: offset, bodyLength: size,
+                    completes: last)))
+    }
+
+    private func offsetRequest() -> Request {
+        let header =
+            agreed == .tus
+            ? "Tus-Resumable: \(Self.tusVersion)" : "Upload-Draft-Interop-Version: \(Self.interopVersion)"
+        return Request(purpose: .offset, method: "HEAD", url: uploadURL ?? url, headers: [header, "Content-Type:"])
+    }
+
+    private mutating func remember(_ r: Request) -> Request {
+        current = r
+        return r
+    }
+
+    /// The upload URL is gone: forget it; the next attempt creates a new upload (a retry).
+    private mutating func startOver(_ status: Int) -> Verdict {
+        uploadURL = nil
+        agreed = nil
+        offset = 0
+        return .failed(
+            TransferError(
+                .httpStatus, "HTTP \(status): the upload URL is gone; the upload starts over", retryable: true))
+    }
+
+    private mutating func learnLimit(_ headers: [String: String]) {
+        if let n = Self.maxAppendSize(headers["upload-limit"]), n > 0 { appendLimit = n }
+    }
+
+    // MARK: - Parsing
+
+    /// `max-append-size` of an `Upload-Limit` dictionary (`max-append-size=N, min-size=M`).
+    static func maxAppendSize(_ field: String?) -> Int64? {
+        guard let field else { return nil }
+        for member in field.split(separator: ",") {
+            let kv = member.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if kv.count == 2, kv[0].lowercased() == "max-append-size" {
+                return Int64(kv[1].split(separator: ";").first.map(String.init) ?? "")
+            }
+        }
+        return nil
+    }
+
+    /// `location` resolved against `base`; nil unless http(s).
+    static func resolve(_ location: String, against base: String) -> String? {
+        guard let url = URL(string: location, relativeTo: URL(string: base)),
+            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return nil }
+        return url.absoluteString
+    }
+
+    private static func base64(_ s: String) -> String { Data(s.utf8).base64EncodedString() }
+
+    /// The base64 of the bytes a hex string spells; nil if it is not hex.
+    static func base64(ofHex hex: String) -> String? {
+        var bytes: [UInt8] = []
+        var it = hex.makeIterator()
+        while let a = it.next() {
+            guard let b = it.next(), let v = UInt8(String([a, b]), radix: 16) else { return nil }
+            bytes.append(v)
+        }
+        return Data(bytes).base64EncodedString()
+    }
+
+    private static func protocolError(_ message: String) -> TransferError {
+        TransferError(.httpStatus, message, retryable: true)
+    }
+}

@@ -1,0 +1,226 @@
+import XCTest
+
+@testable import TransferCore
+
+/// The protocol side of resumable uploads, without a network: which request follows which
+/// response (SPEC "Resumable uploads").
+final class ResumableUploadPlanTests: XCTestCase {
+    private let url = "http://h.example/up"
+    private let length: Int64 = 1000
+
+    private func plan(
+        _ mode: ResumableMode = .auto, uploadURL: String? = nil, agreed: ResumableProtocol? = nil, offset: Int64 = 0,
+        limit: Int64? = nil, sha256: String? = nil
+    ) -> ResumableUploadPlan {
+        ResumableUploadPlan(
+            mode: mode, url: url, method: "PUT", length: length, contentType: "text/plain", filename: "a b.txt",
+            sha256Hex: sha256, uploadURL: uploadURL, agreed: agreed, offset: offset, appendLimit: limit)
+    }
+
+    private func response(_ status: Int, _ headers: [String: String] = [:]) -> ResumableUploadPlan.Response {
+        ResumableUploadPlan.Response(status: status, headers: headers)
+    }
+
+    private func sent(_ v: ResumableUploadPlan.Verdict, file: StaticString = #filePath, line: UInt = #line)
+        -> ResumableUploadPlan.Request?
+    {
+        guard case .send(let r) = v else {
+            XCTFail("expected a request, got \(v)", file: file, line: line)
+            return nil
+        }
+        return r
+    }
+
+    func testThatAutoStartsWithAnOptimisticIETFCreationOfTheWholeFile() {
+        var p = plan()
+        let r = p.first()
+        XCTAssertEqual(r.purpose, .create)
+        XCTAssertEqual(r.method, "PUT")
+        XCTAssertEqual(r.url, url)
+        XCTAssertEqual(r.bodyOffset, 0)
+        XCTAssertEqual(r.bodyLength, length)
+        XCTAssertTrue(r.completes)
+        XCTAssertTrue(r.headers.contains("Upload-Draft-Interop-Version: 8"))
+        XCTAssertTrue(r.headers.contains("Upload-Complete: ?1"))
+        XCTAssertTrue(r.headers.contains("Upload-Length: 1000"))
+        XCTAssertFalse(r.headers.contains { $0.hasPrefix("Repr-Digest") })
+    }
+
+    func testThatA104WithLocationGivesTheUploadURLResolvedAgainstTheRequestURL() {
+        var p = plan()
+        _ = p.first()
+        XCTAssertFalse(p.interim(response(100)))
+        XCTAssertTrue(p.interim(response(104, ["location": "/res/7", "upload-limit": "max-append-size=300"])))
+        XCTAssertEqual(p.uploadURL, "http://h.example/res/7")
+        XCTAssertEqual(p.agreed, .ietf)
+        XCTAssertEqual(p.appendLimit, 300)
+    }
+
+    func testThatAServerWithout104CompletesAsAPlainUploadOrFailsWithTheStatus() {
+        var p = plan()
+        _ = p.first()
+        XCTAssertEqual(p.received(response(201)), .completed)
+        XCTAssertNil(p.uploadURL)
+        var q = plan()
+        _ = q.first()
+        guard case .failed(let e) = q.received(response(503)) else { return XCTFail() }
+        XCTAssertTrue(e.retryable)
+        XCTAssertNil(q.uploadURL)
+    }
+
+    func testThatAResumedAttemptAsksForTheOffsetThenAppendsTheRestWithCompleteTrue() throws {
+        var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf, offset: 100)
+        let head = p.first()
+        XCTAssertEqual(head.method, "HEAD")
+        XCTAssertEqual(head.url, "http://h.example/res/7")
+        XCTAssertTrue(head.headers.contains("Upload-Draft-Interop-Version: 8"))
+        let patch = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "400", "upload-complete": "?0"]))))
+        XCTAssertEqual(patch.method, "PATCH")
+        XCTAssertEqual(patch.bodyOffset, 400)
+        XCTAssertEqual(patch.bodyLength, 600)
+        XCTAssertTrue(patch.headers.contains("Content-Type: application/partial-upload"))
+        XCTAssertTrue(patch.headers.contains("Upload-Offset: 400"))
+        XCTAssertTrue(patch.headers.contains("Upload-Complete: ?1"))
+        XCTAssertEqual(p.offset, 400)
+        XCTAssertEqual(p.received(response(200)), .completed)
+        XCTAssertEqual(p.offset, length)
+    }
+
+    func testThatAppendsRespectTheAppendLimitWithCompleteFalseBeforeTheLast() throws {
+        var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf, limit: 400)
+        _ = p.first()
+        let a = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "0"]))))
+        XCTAssertEqual([a.bodyOffset, a.bodyLength], [0, 400])
+        XCTAssertTrue(a.headers.contains("Upload-Complete: ?0"))
+        let b = try XCTUnwrap(sent(p.received(response(204))))
+        XCTAssertEqual([b.bodyOffset, b.bodyLength], [400, 400])
+        let c = try XCTUnwrap(sent(p.received(response(204))))
+        XCTAssertEqual([c.bodyOffset, c.bodyLength], [800, 200])
+        XCTAssertTrue(c.headers.contains("Upload-Complete: ?1"))
+        XCTAssertTrue(c.completes)
+        XCTAssertEqual(p.received(response(200)), .completed)
+    }
+
+    func testThatA413WithMaxAppendSizeShrinksAppendsAndA409AsksAgainWithoutFailing() throws {
+        var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf)
+        _ = p.first()
+        let big = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "0"]))))
+        XCTAssertEqual(big.bodyLength, 1000)
+        let head = try XCTUnwrap(sent(p.received(response(413, ["upload-limit": "max-size=9, max-append-size=250"]))))
+        XCTAssertEqual(head.method, "HEAD")
+        XCTAssertEqual(p.appendLimit, 250)
+        let small = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "0"]))))
+        XCTAssertEqual(small.bodyLength, 250)
+        let again = try XCTUnwrap(sent(p.received(response(409))))
+        XCTAssertEqual(again.method, "HEAD")
+        let next = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "250"]))))
+        XCTAssertEqual(next.bodyOffset, 250)
+    }
+
+    func testThatA413WithoutALimitAndEndless409sFailTheAttempt() throws {
+        var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf)
+        _ = p.first()
+        _ = p.received(response(204, ["upload-offset": "0"]))
+        guard case .failed(let e) = p.received(response(413)) else { return XCTFail() }
+        XCTAssertEqual(e.code, .httpStatus)
+        var q = plan(uploadURL: "http://h.example/res/7", agreed: .ietf)
+        _ = q.first()
+        for _ in 0..<ResumableUploadPlan.maxConflictsInARow {
+            _ = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "0"]))))
+            _ = try XCTUnwrap(sent(q.received(response(409))))
+        }
+        _ = q.received(response(204, ["upload-offset": "0"]))
+        guard case .failed(let f) = q.received(response(409)) else { return XCTFail() }
+        XCTAssertTrue(f.retryable)
+    }
+
+    func testThatAGoneUploadURLStartsOverAsARetry() {
+        for status in [404, 410] {
+            var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf, offset: 300)
+            _ = p.first()
+            guard case .failed(let e) = p.received(response(status)) else { return XCTFail() }
+            XCTAssertTrue(e.retryable)
+            XCTAssertNil(p.uploadURL)
+            XCTAssertNil(p.agreed)
+            XCTAssertEqual(p.offset, 0)
+            XCTAssertEqual(p.first().purpose, .create)
+        }
+    }
+
+    func testThatAHeadShowingTheUploadCompleteEndsIt() {
+        var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf)
+        _ = p.first()
+        XCTAssertEqual(p.received(response(204, ["upload-offset": "1000", "upload-complete": "?1"])), .completed)
+    }
+
+    func testThatSha256IsSentAsReprDigestOnlyOnTheCompletingRequest() throws {
+        let hex = String(repeating: "ab", count: 32)
+        let want = "Repr-Digest: sha-256=:\(ResumableUploadPlan.base64(ofHex: hex) ?? ""):"
+        var p = plan(sha256: hex)
+        XCTAssertTrue(p.first().headers.contains(want))
+        var q = plan(uploadURL: "http://h.example/res/7", agreed: .ietf, limit: 600, sha256: hex)
+        _ = q.first()
+        let a = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "0"]))))
+        XCTAssertFalse(a.headers.contains(want))
+        let b = try XCTUnwrap(sent(q.received(response(204))))
+        XCTAssertTrue(b.headers.contains(want))
+    }
+
+    func testThatOffSendsAPlainUploadWithNoUploadHeaders() {
+        var p = plan(.off)
+        let r = p.first()
+        XCTAssertEqual(r.purpose, .plain)
+        XCTAssertEqual(r.headers, ["Content-Type: text/plain"])
+        XCTAssertFalse(p.interim(response(104, ["location": "/res/1"])))
+        XCTAssertEqual(p.received(response(200)), .completed)
+    }
+
+    func testThatTusCreatesWithPostThenPatchesUntilTheServerOffsetReachesTheLength() throws {
+        var p = plan(.tus)
+        let post = p.first()
+        XCTAssertEqual(post.method, "POST")
+        XCTAssertEqual(post.bodyLength, 0)
+        XCTAssertTrue(post.headers.contains("Tus-Resumable: 1.0.0"))
+        XCTAssertTrue(post.headers.contains("Upload-Length: 1000"))
+        XCTAssertTrue(post.headers.contains("Upload-Metadata: filename YSBiLnR4dA==,filetype dGV4dC9wbGFpbg=="))
+        guard case .failed = p.received(response(201)) else { return XCTFail("a 201 without Location") }
+        var q = plan(.tus)
+        _ = q.first()
+        let patch = try XCTUnwrap(sent(q.received(response(201, ["location": "files/abc"]))))
+        XCTAssertEqual(q.uploadURL, "http://h.example/files/abc")
+        XCTAssertEqual(q.agreed, .tus)
+        XCTAssertEqual(patch.method, "PATCH")
+        XCTAssertTrue(patch.headers.contains("Content-Type: application/offset+octet-stream"))
+        XCTAssertTrue(patch.headers.contains("Upload-Offset: 0"))
+        XCTAssertTrue(patch.headers.contains("Tus-Resumable: 1.0.0"))
+        // The server took only part: the next PATCH goes on from its offset.
+        let more = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "700"]))))
+        XCTAssertEqual(more.bodyOffset, 700)
+        XCTAssertEqual(q.received(response(204, ["upload-offset": "1000"])), .completed)
+    }
+
+    func testThatTusResumesWithHeadAndCompletesWhenTheOffsetIsTheLength() throws {
+        var p = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus, offset: 10)
+        let head = p.first()
+        XCTAssertEqual(head.method, "HEAD")
+        XCTAssertTrue(head.headers.contains("Tus-Resumable: 1.0.0"))
+        let patch = try XCTUnwrap(sent(p.received(response(200, ["upload-offset": "512"]))))
+        XCTAssertEqual(patch.bodyOffset, 512)
+        var done = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus)
+        _ = done.first()
+        XCTAssertEqual(done.received(response(200, ["upload-offset": "1000"])), .completed)
+    }
+
+    func testThatUploadLimitAndLocationsAreParsedStrictly() {
+        XCTAssertEqual(ResumableUploadPlan.maxAppendSize("max-append-size=5"), 5)
+        XCTAssertEqual(ResumableUploadPlan.maxAppendSize("min-size=1, max-append-size=77;x"), 77)
+        XCTAssertNil(ResumableUploadPlan.maxAppendSize("max-size=5"))
+        XCTAssertNil(ResumableUploadPlan.resolve("ftp://x/y", against: url))
+        XCTAssertEqual(ResumableUploadPlan.resolve("https://o.example/r", against: url), "https://o.example/r")
+        var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf)
+        _ = p.first()
+        guard case .failed = p.received(response(204, ["upload-offset": "2000"])) else {
+            return XCTFail("an offset past the length")
+        }
+    }
+}

@@ -1,0 +1,545 @@
+"""Resumable uploads (issue 8, SPEC "Resumable uploads"): the IETF draft (interop 8) against our
+server (Tests/resumableserver/ietfserver.py) and tus 1.0 against tuspyserver (PyPI) under uvicorn,
+which nobody here wrote. Every case uses real processes on 127.0.0.1."""
+
+import json
+import os
+import random
+import re
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from conftest import (REPO, clean_env, http_get, make_temp_root, sha256_file, spawn, stop_process, wait_until,
+                      write_random_file)
+
+SERVER_DIR = REPO / "Tests" / "resumableserver"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class IetfServer:
+    """Our interop-8 server as a child process, for the whole module."""
+
+    _n = 0
+
+    def __init__(self) -> None:
+        self.root = make_temp_root("aft-ietf-")
+        self._log = open(self.root / "ietfserver.log", "wb")
+        self.proc = spawn([sys.executable, str(SERVER_DIR / "ietfserver.py"), "--port", "0", "--dir",
+                           str(self.root)], "ietfserver", stdout=subprocess.PIPE, stderr=self._log,
+                          stdin=subprocess.DEVNULL, env=clean_env())
+        r, _, _ = select.select([self.proc.stdout], [], [], 10)
+        assert r, "ietfserver did not start"
+        line = self.proc.stdout.readline().decode()
+        m = re.match(r"PORT=(\d+)", line)
+        assert m, line
+        self.base = f"http://127.0.0.1:{m.group(1)}"
+
+    def key(self) -> str:
+        IetfServer._n += 1
+        return f"k{IetfServer._n}-{random.randrange(1 << 30)}"
+
+    def url(self, key: str, **knobs) -> str:
+        q = {"key": key, **{k: v for k, v in knobs.items() if v is not None}}
+        return f"{self.base}/up?" + urllib.parse.urlencode(q)
+
+    def stats(self, key: str) -> dict:
+        status, _, body = http_get(f"{self.base}/_stats?key={key}")
+        assert status == 200
+        return json.loads(body)
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+        self._log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class TusServer:
+    """tuspyserver 4.x (a FastAPI router) under uvicorn, on a free port."""
+
+    def __init__(self) -> None:
+        try:
+            import tuspyserver  # noqa: F401
+            import uvicorn  # noqa: F401
+        except ImportError:
+            pytest.fail("tuspyserver and uvicorn are not installed (scripts/install-deps installs them)")
+        self.root = make_temp_root("aft-tus-")
+        self.files = self.root / "files"
+        self.files.mkdir()
+        self._log = open(self.root / "uvicorn.log", "wb")
+        for _ in range(5):
+            self.port = _free_port()
+            self.proc = spawn([sys.executable, "-m", "uvicorn", "tusapp:app", "--app-dir", str(SERVER_DIR),
+                               "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "info"],
+                              "uvicorn", stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL,
+                              env=clean_env({"AFT_TUS_DIR": str(self.files)}))
+            if self._ready():
+                break
+            stop_process(self.proc)
+        else:
+            pytest.fail("uvicorn did not start: " + (self.root / "uvicorn.log").read_text())
+        self.base = f"http://127.0.0.1:{self.port}/files"
+
+    def _ready(self) -> bool:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return True
+            except OSError:
+                time.sleep(0.1)
+        return False
+
+    def uploads(self) -> dict:
+        """id -> (size of its data file, its .info as a dict)."""
+        out = {}
+        for p in self.files.iterdir():
+            if p.suffix == "" and p.is_file():
+                info = self.files / (p.name + ".info")
+                out[p.name] = (p.stat().st_size, json.loads(info.read_text()) if info.exists() else None)
+        return out
+
+    def log(self) -> str:
+        return (self.root / "uvicorn.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+        self._log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ietf():
+    s = IetfServer()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def tus():
+    s = TusServer()
+    yield s
+    s.stop()
+
+
+def upload_headers(req: dict) -> dict:
+    return {k: v for k, v in req["headers"].items() if k.startswith("upload-") or k in ("content-type", "repr-digest",
+                                                                                         "content-length")}
+
+
+def the_upload(stats: dict, uid: str) -> dict:
+    return next(u for u in stats["uploads"] if u["id"] == uid)
+
+
+def upload_id(job: dict) -> str:
+    return job["uploadUrl"].rsplit("/", 1)[1]
+
+
+# MARK: - IETF draft, interop 8
+
+
+def test_an_ietf_upload_cut_twice_resumes_from_the_server_offset_and_sends_every_byte_once(daemon, ietf):
+    src = daemon.work / "cut.bin"
+    digest = write_random_file(src, 3_000_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="1000000,2000000"))
+    job = daemon.wait_state(id, "completed", timeout=60)
+    assert job["resumable"] == "ietf" and job["uploadUrl"].startswith(ietf.base + "/res/")
+    assert job["bytes"] == 3_000_000 and job["sha256"] == digest
+    st = ietf.stats(key)
+    up = the_upload(st, upload_id(job))
+    assert up["complete"] and up["sha256"] == digest
+    assert up["received"] == 3_000_000, "a byte range the server had acknowledged was sent again"
+    reqs = [(r["method"], upload_headers(r)) for r in st["requests"]]
+    methods = [m for m, _ in reqs]
+    # libcurl may resend a PATCH cut on a reused connection at once (its rewind starts from the
+    # append's first byte); the server answers it 409, and the client asks again.
+    assert methods[:3] == ["PUT", "HEAD", "PATCH"] and methods[-2:] == ["HEAD", "PATCH"], methods
+    first = reqs[0][1]
+    assert first["upload-draft-interop-version"] == "8" and first["upload-complete"] == "?1"
+    assert first["upload-length"] == "3000000"
+    patches = [h for m, h in reqs if m == "PATCH"]
+    assert {p["upload-offset"] for p in patches} == {"1000000", "2000000"}
+    assert patches[0]["upload-offset"] == "1000000" and patches[-1]["upload-offset"] == "2000000"
+    assert all(p["content-type"] == "application/partial-upload" for p in patches)
+    assert all(int(p["content-length"]) == 3000000 - int(p["upload-offset"]) for p in patches)
+    assert all(p["upload-complete"] == "?1" for p in patches)
+    # One history entry per request of the resumed upload.
+    assert len(job["history"]) in (len(methods), len(methods) - 1)  # a libcurl resend is one entry
+    assert job["history"][-1]["httpStatus"] == 200 and job["history"][-2]["httpStatus"] == 204
+    assert job["response"]["status"] == 200 and json.loads(job["response"]["body"])["sha256"] == digest
+
+
+@pytest.mark.timeout(180)
+def test_kill_9_of_the_daemon_mid_ietf_upload_several_times_leaves_the_exact_bytes_on_the_server(daemon, ietf):
+    size = 8 * 1024 * 1024  # 4 s at 2 MiB/s: the three kills come before the end
+    src = daemon.work / "k9.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key), "--limit-rate", "2M")
+    rng = random.Random(int(time.time()))
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the upload URL from the 104")
+    for _ in range(3):
+        time.sleep(rng.uniform(0.3, 0.7))
+        daemon.kill9()
+        daemon.start()
+        assert daemon.job(id)["uploadUrl"], "the upload URL was not kept across kill -9"
+    job = daemon.wait_state(id, "completed", timeout=90)
+    st = ietf.stats(key)
+    up = the_upload(st, upload_id(job))
+    assert up["complete"] and up["sha256"] == digest and up["offset"] == size
+    # Our server keeps the bytes of a cut append, so nothing may arrive twice at this upload.
+    assert up["received"] == size
+    # Uploads abandoned before their 104 was stored are cut creations: all bytes add up to at most
+    # the file plus those.
+    others = sum(u["received"] for u in st["uploads"] if u["id"] != up["id"])
+    assert st["received"] == size + others
+    assert len(st["uploads"]) <= 2
+    offsets = [int(r["headers"]["upload-offset"]) for r in st["requests"] if r["method"] == "PATCH"]
+    assert offsets == sorted(offsets) and len(offsets) >= 1, offsets
+    assert job["sha256"] == digest
+
+
+def test_pause_and_resume_continue_an_ietf_upload_from_the_server_offset(daemon, ietf):
+    size = 3 * 1024 * 1024
+    src = daemon.work / "pause.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key), "--limit-rate", "2M")
+    daemon.wait_bytes(id, 1024 * 1024)
+    daemon.cli("pause", id, check=0)
+    daemon.wait_state(id, "paused")
+    time.sleep(0.3)
+    daemon.cli("resume", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    up = the_upload(st, upload_id(job))
+    assert up["sha256"] == digest and up["received"] == size
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "PATCH"]
+    assert int(st["requests"][2]["headers"]["upload-offset"]) >= 1024 * 1024 - 600_000
+
+
+def test_a_409_to_an_append_asks_again_and_spends_no_retry(daemon, ietf):
+    src = daemon.work / "c.bin"
+    digest = write_random_file(src, 1_500_000)
+    key = ietf.key()
+    # One retry: the cut spends it; the 409 must not.
+    id = daemon.upload(src, ietf.url(key, drop="500000", conflict="1"), "--retries", "1")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "PATCH", "HEAD", "PATCH"]
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+    assert job["attempts"] == 2
+
+
+def test_a_413_with_upload_limit_makes_appends_no_larger_than_max_append_size(daemon, ietf):
+    size = 2_600_000
+    src = daemon.work / "chunks.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, limit=1_000_000), "--retries", "0")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "PATCH", "PATCH", "PATCH"]
+    patches = [upload_headers(r) for r in st["requests"] if r["method"] == "PATCH"]
+    assert [p["content-length"] for p in patches] == ["1000000", "1000000", "600000"]
+    assert [p["upload-complete"] for p in patches] == ["?0", "?0", "?1"]
+    assert [p["upload-offset"] for p in patches] == ["0", "1000000", "2000000"]
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+    assert job["attempts"] == 1 and len(job["history"]) == 5
+
+
+def test_an_upload_limit_learnt_from_the_104_is_kept_from_the_start(daemon, ietf):
+    src = daemon.work / "adv.bin"
+    digest = write_random_file(src, 1_200_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, limit=500_000, advertise=1, drop="300000"))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    lengths = [int(r["headers"]["content-length"]) for r in st["requests"] if r["method"] == "PATCH"]
+    assert lengths and max(lengths) <= 500_000, lengths
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+
+
+@pytest.mark.parametrize("gone", [404, 410])
+def test_an_expired_upload_url_starts_the_upload_over(daemon, ietf, gone):
+    src = daemon.work / "exp.bin"
+    digest = write_random_file(src, 1_000_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="400000", expire=gone))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    methods = [r["method"] for r in st["requests"]]
+    assert methods[:3] == ["PUT", "HEAD", "PUT"], methods
+    assert len(st["uploads"]) == 2
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+    assert job["attempts"] == 3  # the cut, then the HEAD that found the URL gone: each a retry
+
+
+def test_a_server_without_104_gets_a_plain_upload_restarted_from_byte_0(daemon, ietf):
+    src = daemon.work / "plain.bin"
+    digest = write_random_file(src, 800_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, no104=1, drop="300000"))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert job["resumable"] is None and job["uploadUrl"] is None
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "PUT"]
+    assert all(r["headers"]["content-length"] == "800000" for r in st["requests"])
+    assert [u["sha256"] for u in st["uploads"] if u["complete"]] == [digest]
+
+
+def test_resumable_off_sends_no_upload_header(daemon, ietf):
+    src = daemon.work / "off.bin"
+    digest = write_random_file(src, 100_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key), "--resumable", "off")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    assert len(st["requests"]) == 1
+    assert not [k for k in st["requests"][0]["headers"] if k.startswith("upload-")]
+    assert job["resumable"] is None and job["uploadUrl"] is None and job["sha256"] == digest
+    curl = daemon.cli("curl", id, check=0).out
+    assert "Upload-" not in curl
+
+
+def test_cancel_sends_delete_to_the_upload_url_once_and_remove_sends_no_second(daemon, ietf):
+    src = daemon.work / "cancel.bin"
+    write_random_file(src, 4 * 1024 * 1024)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key), "--limit-rate", "1M")
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the upload URL")
+    daemon.wait_bytes(id, 200_000)
+    daemon.cli("cancel", id, check=0)
+    job = daemon.wait_state(id, "cancelled")
+    wait_until(lambda: [r for r in ietf.stats(key)["requests"] if r["method"] == "DELETE"], 10, "the DELETE")
+    daemon.cli("remove", id, check=0)
+    time.sleep(0.5)
+    st = ietf.stats(key)
+    deletes = [r for r in st["requests"] if r["method"] == "DELETE"]
+    assert len(deletes) == 1 and deletes[0]["headers"]["upload-draft-interop-version"] == "8"
+    assert all(u["deleted"] for u in st["uploads"])
+
+
+def test_a_source_changed_between_appends_fails_the_job_with_source_changed(daemon, ietf):
+    src = daemon.work / "changed.bin"
+    write_random_file(src, 2 * 1024 * 1024)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key), "--limit-rate", "1M")
+    daemon.wait_bytes(id, 300_000)
+    daemon.cli("pause", id, check=0)
+    daemon.wait_state(id, "paused")
+    with open(src, "r+b") as f:
+        f.seek(100)
+        f.write(b"changed")
+    daemon.cli("resume", id, check=0)
+    deadline = time.monotonic() + 30
+    while True:
+        job = daemon.job(id)
+        if job["state"] == "failed" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert job["state"] == "failed" and job["error"]["code"] == "source_changed", job
+    assert not [r for r in ietf.stats(key)["requests"] if r["method"] == "PATCH"]
+
+
+def test_sha256_mismatch_fails_with_checksum_before_any_request(daemon, ietf):
+    src = daemon.work / "sum.bin"
+    write_random_file(src, 300_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key), "--sha256", "0" * 64)
+    deadline = time.monotonic() + 20
+    while daemon.job(id)["state"] != "failed" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    job = daemon.job(id)
+    assert job["state"] == "failed" and job["error"]["code"] == "checksum", job
+    assert ietf.stats(key)["requests"] == []
+
+
+def test_sha256_is_sent_as_repr_digest_on_the_completing_request(daemon, ietf):
+    import base64
+    import hashlib
+    src = daemon.work / "digest.bin"
+    digest = write_random_file(src, 700_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="200000"), "--sha256", digest.upper())
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert job["sha256"] == digest
+    st = ietf.stats(key)
+    want = "sha-256=:" + base64.b64encode(bytes.fromhex(digest)).decode() + ":"
+    assert st["requests"][-1]["method"] == "PATCH" and st["requests"][-1]["headers"]["repr-digest"] == want
+    curl = daemon.cli("curl", id, check=0).out
+    assert "Upload-Draft-Interop-Version: 8" in curl and "Upload-Complete: ?1" in curl
+    assert "Upload-Length: 700000" in curl
+
+
+# MARK: - tus 1.0 (tuspyserver)
+
+
+def test_a_tus_upload_completes_with_the_exact_bytes(daemon, tus):
+    src = daemon.work / "t.bin"
+    digest = write_random_file(src, 1_500_000)
+    before = set(tus.uploads())
+    id = daemon.upload(src, tus.base, "--resumable", "tus")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert job["resumable"] == "tus" and job["uploadUrl"].startswith(tus.base + "/")
+    new = set(tus.uploads()) - before
+    assert len(new) == 1
+    uid = new.pop()
+    assert sha256_file(tus.files / uid) == digest
+    info = tus.uploads()[uid][1]
+    assert info["size"] == 1_500_000 and info["offset"] == 1_500_000
+    assert info["metadata"]["filename"] == "t.bin"
+    assert job["response"]["status"] == 204 and job["response"]["headers"]["upload-offset"] == "1500000"
+
+
+@pytest.mark.timeout(180)
+def test_kill_9_of_the_daemon_mid_tus_upload_several_times_resumes_one_upload(daemon, tus):
+    size = 8 * 1024 * 1024  # 4 s at 2 MiB/s: the three kills come before the end
+    src = daemon.work / "tk9.bin"
+    digest = write_random_file(src, size)
+    before = set(tus.uploads())
+    id = daemon.upload(src, tus.base, "--resumable", "tus", "--limit-rate", "2M")
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the tus upload URL")
+    rng = random.Random(int(time.time()))
+    seen = []
+    for _ in range(3):
+        time.sleep(rng.uniform(0.3, 0.7))
+        daemon.kill9()
+        new = set(tus.uploads()) - before
+        if new:
+            seen.append(tus.uploads()[next(iter(new))][0])
+        daemon.start()
+    job = daemon.wait_state(id, "completed", timeout=90)
+    new = set(tus.uploads()) - before
+    assert len(new) == 1, "the upload was created again instead of resumed"
+    uid = new.pop()
+    assert job["uploadUrl"].endswith("/" + uid)
+    assert sha256_file(tus.files / uid) == digest and job["sha256"] == digest
+    assert seen == sorted(seen), seen
+    patches = [line for line in tus.log().splitlines() if f"PATCH /files/{uid}" in line]
+    heads = [line for line in tus.log().splitlines() if f"HEAD /files/{uid}" in line]
+    # uvicorn logs only the requests it answered: the cut PATCHes are not there, the HEADs are.
+    assert len(heads) >= 3 and len(patches) >= 1
+
+
+def test_cancel_of_a_tus_upload_terminates_it(daemon, tus):
+    src = daemon.work / "tc.bin"
+    write_random_file(src, 3 * 1024 * 1024)
+    before = set(tus.uploads())
+    id = daemon.upload(src, tus.base, "--resumable", "tus", "--limit-rate", "1M")
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the tus upload URL")
+    daemon.wait_bytes(id, 200_000)
+    uid = daemon.job(id)["uploadUrl"].rsplit("/", 1)[1]
+    daemon.cli("cancel", id, check=0)
+    daemon.wait_state(id, "cancelled")
+    wait_until(lambda: uid not in tus.uploads(), 10, "tuspyserver to delete the upload")
+    assert f"DELETE /files/{uid}" in tus.log()
+    assert set(tus.uploads()) == before
+
+
+def test_tus_refuses_form_uploads_and_resumable_refuses_unknown_modes(daemon, tus):
+    src = daemon.work / "x.bin"
+    write_random_file(src, 10)
+    r = daemon.cli("upload", "--form", f"f=@{src}", tus.base, "--resumable", "tus")
+    assert r.rc == 2 and "resumable" in r.err
+    r = daemon.cli("upload", src, tus.base, "--resumable", "sometimes")
+    assert r.rc == 2 and "resumable" in r.err
+    resp = daemon.rpc("transfer.add", {"kind": "upload", "url": tus.base, "source": str(src), "resumable": "nope"})
+    assert "error" in resp and "resumable" in resp["error"]["message"], resp
+
+
+@pytest.mark.timeout(180)
+def test_a_large_resumable_upload_cut_twice_keeps_the_daemon_memory_flat(daemon, ietf):
+    size = 192 * 1024 * 1024
+    src = daemon.work / "big.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop=f"{size * 45 // 100},{size * 9 // 10}"))
+    job = daemon.wait_state(id, "completed", timeout=150)
+    with open(f"/proc/{daemon.pid}/status") as f:
+        hwm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    assert hwm <= 64 * 1024 * 1024, f"daemon VmHWM {hwm / 1048576:.1f} MiB"
+    st = ietf.stats(key)
+    up = the_upload(st, upload_id(job))
+    assert up["sha256"] == digest and up["received"] == size and job["sha256"] == digest
+    os.unlink(src)
+
+
+def test_a_daemon_stop_mid_upload_and_a_503_to_the_offset_query_resume_the_same_upload(daemon, ietf):
+    size = 3 * 1024 * 1024
+    src = daemon.work / "stop.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, fail5xx=1), "--limit-rate", "2M")
+    daemon.wait_bytes(id, 1024 * 1024)
+    daemon.stop()
+    daemon.start()
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "HEAD", "PATCH"]
+    up = the_upload(st, upload_id(job))
+    assert len(st["uploads"]) == 1 and up["sha256"] == digest and up["received"] == size
+    assert [h["httpStatus"] for h in job["history"]] == [None, 503, 204, 200]
+
+
+@pytest.mark.daemon_args("--stall-timeout", "1")
+def test_a_stalled_append_ends_the_attempt_and_the_next_one_resumes_from_the_server_offset(daemon, ietf):
+    src = daemon.work / "stall.bin"
+    digest = write_random_file(src, 1_200_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, stall=500_000))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "PATCH"]
+    assert st["requests"][2]["headers"]["upload-offset"] == "500000"
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+    assert job["history"][0]["error"]["code"] == "timeout"
+
+
+def test_a_tus_upload_the_server_forgot_starts_over_with_a_new_creation(daemon, tus):
+    src = daemon.work / "forgot.bin"
+    digest = write_random_file(src, 2 * 1024 * 1024)
+    before = set(tus.uploads())
+    id = daemon.upload(src, tus.base, "--resumable", "tus", "--limit-rate", "1M")
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the tus upload URL")
+    daemon.wait_bytes(id, 300_000)
+    daemon.cli("pause", id, check=0)
+    daemon.wait_state(id, "paused")
+    first = daemon.job(id)["uploadUrl"].rsplit("/", 1)[1]
+    wait_until(lambda: first in tus.uploads(), 10, "the first upload on the server")
+    for p in tus.files.glob(first + "*"):
+        p.unlink()
+    daemon.cli("resume", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    second = job["uploadUrl"].rsplit("/", 1)[1]
+    assert second != first and set(tus.uploads()) - before == {second}
+    assert sha256_file(tus.files / second) == digest
+    assert any(h["httpStatus"] == 404 for h in job["history"]), job["history"]
+
+
+def test_the_response_of_the_completing_append_is_saved_with_response_file(daemon, ietf):
+    src = daemon.work / "resp.bin"
+    digest = write_random_file(src, 900_000)
+    out = daemon.work / "reply.json"
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="300000"), "--response", out)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    reply = json.loads(out.read_text())
+    assert reply["sha256"] == digest and reply["size"] == 900_000
+    assert job["response"]["status"] == 200 and job["response"]["body"] == ""
+    assert not (daemon.work / "reply.json.aftpart").exists()
