@@ -22,6 +22,8 @@ public struct JobListing: Equatable, Sendable {
     public var completedAt: Double?
     public var response: ResponseInfo?
     public var history: [AttemptRecord]
+    /// The last ending's `--on-end` hook result.
+    public var hook: HookResult?
 
     /// The listing of a full row.
     public init(_ r: JobRecord) {
@@ -30,7 +32,7 @@ public struct JobListing: Equatable, Sendable {
             durableBytes: r.durableBytes, total: r.total, attempts: r.attempts, httpStatus: r.httpStatus,
             error: r.error, waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, insecure: r.request.insecure == true,
             sha256: r.sha256, createdAt: r.createdAt, updatedAt: r.updatedAt, completedAt: r.completedAt,
-            response: r.response, history: r.history)
+            response: r.response, history: r.history, hook: r.hook)
     }
 
     /// Creates a listing from its fields.
@@ -38,7 +40,8 @@ public struct JobListing: Equatable, Sendable {
         id: Int64, kind: JobKind, url: String, method: String, state: TransferState, destination: String?,
         durableBytes: Int64, total: Int64?, attempts: Int, httpStatus: Int?, error: TransferError?,
         waitReason: WaitReason?, nextRetryAt: Double?, insecure: Bool, sha256: String?, createdAt: Double,
-        updatedAt: Double, completedAt: Double?, response: ResponseInfo?, history: [AttemptRecord]
+        updatedAt: Double, completedAt: Double?, response: ResponseInfo?, history: [AttemptRecord],
+        hook: HookResult? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -60,6 +63,7 @@ public struct JobListing: Equatable, Sendable {
         self.completedAt = completedAt
         self.response = response
         self.history = history
+        self.hook = hook
     }
 }
 
@@ -100,6 +104,6 @@ extension JobSnapshot {
             nextRetryAt: l.nextRetryAt.map(Timestamp.rfc3339), insecure: l.insecure, sha256: l.sha256,
             createdAt: Timestamp.rfc3339(l.createdAt), updatedAt: Timestamp.rfc3339(l.updatedAt),
             completedAt: l.completedAt.map(Timestamp.rfc3339), history: l.history,
-            response: l.kind == .upload ? l.response : nil)
+            response: l.kind == .upload ? l.response : nil, hook: l.hook)
     }
 }

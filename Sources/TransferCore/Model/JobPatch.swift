@@ -21,6 +21,10 @@ public struct JobPatch: Equatable, Sendable {
     public var sha256: String??
     public var response: ResponseInfo??
     public var completedAt: Double??
+    /// The `--on-end` hook still to run for the job's last ending (nil: none).
+    public var hookPending: HookStage??
+    /// The last ending's hook result.
+    public var hook: HookResult??
 
     /// An empty patch (changes nothing).
     public init() {}
@@ -47,6 +51,8 @@ public struct JobPatch: Equatable, Sendable {
         if let v = later.sha256 { sha256 = v }
         if let v = later.response { response = v }
         if let v = later.completedAt { completedAt = v }
+        if let v = later.hookPending { hookPending = v }
+        if let v = later.hook { hook = v }
     }
 
     /// A patch that forgets the part's bytes: durable offset 0 and no validators.

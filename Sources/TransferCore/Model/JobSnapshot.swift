@@ -131,6 +131,9 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     public var history: [AttemptRecord]
     /// Uploads only: the response kept with the job (absent for downloads).
     public var response: ResponseInfo?
+    /// The last ending's `--on-end` hook: its exit status and first 4 KiB of output; null when
+    /// none ran (yet).
+    public var hook: HookResult?
 
     /// Creates a job object.
     public init(
@@ -138,7 +141,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         bytes: Int64, total: Int64?, fraction: Double?, rate: Double, eta: Double?, attempts: Int,
         httpStatus: Int?, error: TransferError?, waitReason: WaitReason?, nextRetryAt: String?, insecure: Bool,
         sha256: String?, createdAt: String, updatedAt: String, completedAt: String?, history: [AttemptRecord],
-        response: ResponseInfo? = nil
+        response: ResponseInfo? = nil, hook: HookResult? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -163,11 +166,13 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         self.completedAt = completedAt
         self.history = history
         self.response = response
+        self.hook = hook
     }
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, destination, bytes, total, fraction, rate, eta, attempts, httpStatus
         case error, waitReason, nextRetryAt, insecure, sha256, createdAt, updatedAt, completedAt, history, response
+        case hook
     }
 
     /// Encodes every field, absent ones as `null`; `response` for uploads only.
@@ -195,6 +200,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
         try c.encode(history, forKey: .history)
+        try c.encode(hook, forKey: .hook)
         if kind == .upload { try c.encode(response, forKey: .response) }
     }
 }

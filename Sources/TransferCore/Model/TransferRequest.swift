@@ -32,6 +32,8 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var pinPubkey: String?
     public var pinCert: String?
     public var insecure: Bool?
+    /// A shell command run (`/bin/sh -c`) when the job ends, the job object on its stdin.
+    public var onEnd: String?
 
     public init(url: String) { self.url = url }
 }

@@ -61,11 +61,15 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     /// Upload: each source file's size and mtime at enqueue, in form order (migration v2; nil for
     /// older rows, which keep the aggregate `sourceSize`/`sourceMtime` check).
     public var sources: [SourceStamp]? = nil
+    /// The `--on-end` hook still to run for the last ending (migration v6-hooks).
+    public var hookPending: HookStage? = nil
+    /// The last ending's hook result (migration v6-hooks).
+    public var hook: HookResult? = nil
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts
         case retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize
-        case sourceMtime, response, createdAt, updatedAt, completedAt, sources
+        case sourceMtime, response, createdAt, updatedAt, completedAt, sources, hookPending, hook
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
@@ -93,6 +97,8 @@ extension JobRecord {
         if let v = p.sha256 { sha256 = v }
         if let v = p.response { response = v }
         if let v = p.completedAt { completedAt = v }
+        if let v = p.hookPending { hookPending = v }
+        if let v = p.hook { hook = v }
     }
 }
 
@@ -139,5 +145,7 @@ extension JobRecord {
         updatedAt = row["updatedAt"]
         completedAt = row["completedAt"]
         sources = try json("sources", [SourceStamp].self)
+        hookPending = (row["hookPending"] as Int?).flatMap(HookStage.init(rawValue:))
+        hook = try json("hook", HookResult.self)
     }
 }

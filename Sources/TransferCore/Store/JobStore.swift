@@ -101,6 +101,8 @@ public final class JobStore {
                 if let v = patch.sha256 { set("sha256", v) }
                 if let v = patch.response { set("response", try json(v)) }
                 if let v = patch.completedAt { set("completedAt", v) }
+                if let v = patch.hookPending { set("hookPending", v?.rawValue) }
+                if let v = patch.hook { set("hook", try json(v)) }
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
                 values.append(id)
@@ -180,7 +182,8 @@ public final class JobStore {
                 db,
                 sql: """
                     SELECT id, kind, state, priority, destination, waitReason, nextRetryAt, attempts, retriesUsed,
-                           json_extract(request, '$.retries'), durableBytes, finalizing
+                           json_extract(request, '$.retries'), durableBytes, finalizing,
+                           json_extract(request, '$.onEnd') IS NOT NULL
                     FROM job WHERE state IN ('queued', 'running', 'waiting', 'paused', 'failed')
                     """)
             var out: [JobFacts] = []
@@ -193,7 +196,7 @@ public final class JobStore {
                         id: row[0], kind: kind, state: state, priority: row[3], destination: row[4],
                         waitReason: (row[5] as String?).flatMap(WaitReason.init(rawValue:)), nextRetryAt: row[6],
                         attempts: row[7], retriesUsed: row[8], retryLimit: row[9] ?? RetryPolicy.defaultRetryLimit,
-                        durableBytes: row[10], finalizing: row[11]))
+                        durableBytes: row[10], finalizing: row[11], hasOnEnd: row[12]))
             }
             return out
         }
@@ -206,7 +209,7 @@ public final class JobStore {
             var sql = """
                 SELECT id, kind, url, method, state, destination, durableBytes, total, attempts, httpStatus, error,
                        waitReason, nextRetryAt, json_extract(request, '$.insecure'), sha256, createdAt, updatedAt,
-                       completedAt, response
+                       completedAt, response, hook
                 FROM job WHERE id > ?
                 """
             var args: [DatabaseValueConvertible?] = [after ?? 0]
@@ -222,6 +225,7 @@ public final class JobStore {
                 guard let kind = JobKind(rawValue: row[1]), let st = TransferState(rawValue: row[4]) else { continue }
                 let errorText: String? = row[10]
                 let responseText: String? = row[18]
+                let hookText: String? = row[19]
                 out.append(
                     JobListing(
                         id: row[0], kind: kind, url: row[2], method: row[3], state: st, destination: row[5],
@@ -231,7 +235,8 @@ public final class JobStore {
                         insecure: (row[13] as Bool?) ?? false, sha256: row[14], createdAt: row[15], updatedAt: row[16],
                         completedAt: row[17],
                         response: try responseText.map { try decoder.decode(ResponseInfo.self, from: Data($0.utf8)) },
-                        history: []))
+                        history: [],
+                        hook: try hookText.map { try decoder.decode(HookResult.self, from: Data($0.utf8)) }))
             }
             guard let first = out.first?.id, let last = out.last?.id else { return out }
             let histories = try history(db, range: first...last)
@@ -262,6 +267,18 @@ public final class JobStore {
                     error: try errorText.map { try decoder.decode(TransferError.self, from: Data($0.utf8)) }))
         }
         return out
+    }
+
+    /// The jobs whose last ending still has a hook to run, with the stage, in id order: what a
+    /// daemon that stopped or crashed left (the partial index `job_hook_pending` keeps it cheap).
+    public func pendingHooks() throws -> [(id: Int64, stage: HookStage)] {
+        try db.read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, hookPending FROM job WHERE hookPending IS NOT NULL ORDER BY id")
+            return rows.compactMap { row in
+                (row[1] as Int?).flatMap(HookStage.init(rawValue:)).map { (id: row[0], stage: $0) }
+            }
+        }
     }
 
     /// Counts jobs per state (every state present).
