@@ -23,6 +23,9 @@ public enum JobEvent: Equatable, Sendable {
     /// The `--on-end` hook of `stage` finished (in any state: the job may have moved on); nil when
     /// there was nothing to run at that stage any more.
     case hookFinished(HookStage, HookResult?)
+    /// The user's `set-url`: a download's new URL; `keepPart` when the part's validator lets the
+    /// next attempt resume with `If-Range` (otherwise the part is dropped: never spliced).
+    case setURL(String, keepPart: Bool)
 }
 
 /// How an attempt ended, as far as the job's state is concerned.
@@ -220,6 +223,17 @@ public enum JobMachine {
             p.state = .queued
             return .success(JobTransition(patch: p, actions: []))
 
+        case (.setURL(let url, let keepPart), .queued), (.setURL(let url, let keepPart), .paused),
+            (.setURL(let url, let keepPart), .waiting), (.setURL(let url, let keepPart), .failed):
+            guard job.kind == .download else {
+                return .failure(
+                    JobRefusal(state: job.state, message: "job \(job.id) is an upload: set-url is for downloads"))
+            }
+            p.url = url
+            if keepPart { return .success(JobTransition(patch: p, actions: [.notify])) }
+            p.merge(.partDiscarded)
+            return .success(JobTransition(patch: p, actions: [.deletePart, .notify]))
+
         case (.hookFinished(let stage, let result), _):
             // The job's own hook is the one its `hook` field shows; the daemon's shows only when
             // the job has none.
@@ -290,6 +304,7 @@ public enum JobMachine {
         case .cancel: verb = "cancel"
         case .retry: verb = "retry"
         case .remove: verb = "remove"
+        case .setURL: verb = "set the URL of"
         default: return "job \(job.id) is \(job.state.rawValue): \(event) does not apply"
         }
         return "cannot \(verb) job \(job.id): it is \(job.state.rawValue)"

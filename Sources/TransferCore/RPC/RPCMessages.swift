@@ -66,6 +66,19 @@ public struct GetParams: Codable, Sendable {
     public init(id: Int64) { self.id = id }
 }
 
+/// Params of `transfer.setUrl`.
+public struct SetUrlParams: Codable, Sendable {
+    /// The job's id.
+    public var id: Int64
+    /// The new URL (validated as for `transfer.add`).
+    public var url: String
+    /// Creates the params.
+    public init(id: Int64, url: String) {
+        self.id = id
+        self.url = url
+    }
+}
+
 /// Result of `transfer.curl`.
 public struct CurlResult: Codable, Sendable, Equatable {
     /// The equivalent curl command, secrets shown as `***`.
