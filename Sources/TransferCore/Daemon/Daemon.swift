@@ -97,7 +97,7 @@ public final class Daemon {
                 service: engine,
                 info: RPCContext.DaemonInfo(
                     home: paths.home, socket: paths.socket, maxActive: cfg.maxActive,
-                    startedAt: Timestamp.rfc3339(startedAt)),
+                    startedAt: startedAt),
                 requestShutdown: { [unowned self] in self.shutdownSoon() })
             let router = RPCRouter(context: context)
             self.router = router

@@ -625,4 +625,10 @@ public final class Engine: AttemptHost {
 
     /// Number of jobs in each state (every state present), from memory.
     public func counts() -> [TransferState: Int] { scheduler.counts }
+
+    /// Transfers running now (`daemon.status` `active`).
+    public var activeTransfers: Int { tasks.count }
+
+    /// Bytes per second of all running transfers together (`daemon.status` `rate`).
+    public var totalRate: Double { tasks.values.reduce(0) { $0 + $1.rate.value } }
 }

@@ -25,6 +25,10 @@ public protocol JobService: AnyObject {
     func curlCommand(_ id: Int64) -> String?
     /// Number of jobs in each state (every state present).
     func counts() -> [TransferState: Int]
+    /// Transfers running now.
+    var activeTransfers: Int { get }
+    /// Bytes per second of all running transfers together.
+    var totalRate: Double { get }
     /// Whether the network is reachable.
     var isReachable: Bool { get }
     /// Commits the changes made so far in this loop pass (group commit); responses are sent after it.
