@@ -83,7 +83,7 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
         c = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
         assert c.stdout.split() == ["set-url"], c
         assert "aftransfer" in (prefix / "share" / "zsh" / "site-functions" / "_aftransfer").read_text()
-        assert "complete -c aftransfer" in (prefix / "share" / "fish" / "vendor_completions.d" /
+        assert "complete -c 'aftransfer'" in (prefix / "share" / "fish" / "vendor_completions.d" /
                                             "aftransfer.fish").read_text()
 
         # The units name the installed daemon and the socket the CLI uses by default.
