@@ -93,7 +93,8 @@ final class JobJSONWriterTests: XCTestCase {
             nextRetryAt: r.maybe { "2026-11-21T20:00:00.250Z" }, insecure: r.bool(),
             sha256: r.maybe { String(repeating: "ab", count: 32) }, createdAt: "2026-11-21T20:00:00Z",
             updatedAt: string(r), completedAt: r.maybe { "2026-11-21T20:00:01Z" }, history: history,
-            response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) })
+            response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) },
+            hook: r.maybe { HookResult(exitStatus: r.int(0...255), output: string(r)) })
     }
 
     private func written(_ job: JobSnapshot) -> Data {

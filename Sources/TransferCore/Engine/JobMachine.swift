@@ -218,7 +218,8 @@ public enum JobMachine {
                 p.state = .completed
                 p.completedAt = .some(ctx.now)
                 p.finalizing = false
-                return .success(JobTransition(patch: p, actions: ending(&p, job, ctx)))
+                let hook = ending(&p, job, ctx)
+                return .success(JobTransition(patch: p, actions: hook))
             }
             p.state = .queued
             return .success(JobTransition(patch: p, actions: []))

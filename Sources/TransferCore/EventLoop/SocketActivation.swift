@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// systemd's socket activation and readiness protocol, without libsystemd: the listening socket
 /// passed as fd 3 (`LISTEN_FDS`, `LISTEN_PID`; sd_listen_fds(3)) and `READY=1` / `STOPPING=1`
