@@ -1,3 +1,4 @@
+import CUV
 import Foundation
 import Glibc
 
