@@ -113,3 +113,19 @@ def test_that_a_failing_hook_leaves_the_job_completed(daemon, faultserver, key):
 def test_that_an_empty_on_end_is_refused(daemon, faultserver, key):
     r = daemon.cli("download", faultserver.url(key=key), "-o", str(daemon.work / "e"), "--on-end", " ")
     assert r.rc == 2, r
+
+
+def test_that_many_endings_at_once_run_every_hook_once_and_never_more_than_four_at_a_time(
+        daemon_factory, faultserver, key):
+    d = daemon_factory(start=False)
+    log = d.root / "overlap.log"
+    d.args = ["--on-end", f'echo "+ $AFTRANSFER_JOB_ID" >> {log}; sleep 0.4; echo "- $AFTRANSFER_JOB_ID" >> {log}']
+    d.start()
+    ids = [d.download(faultserver.url(key=key, size=10), "-o", str(d.work / f"m{i}")) for i in range(10)]
+    wait_until(lambda: log.exists() and log.read_text().count("-") == 10, 30, "ten hooks to finish")
+    running, most = 0, 0
+    for line in log.read_text().splitlines():
+        running += 1 if line.startswith("+") else -1
+        most = max(most, running)
+    assert most <= 4, log.read_text()
+    assert sorted(int(l[2:]) for l in log.read_text().splitlines() if l.startswith("+")) == ids
