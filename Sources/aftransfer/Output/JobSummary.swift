@@ -40,6 +40,11 @@ enum JobSummary {
         if let response = job.response {
             fields.append(("Response", "HTTP \(response.status), \(response.body.utf8.count) bytes kept"))
         }
+        if let hook = job.hook {
+            let first =
+                hook.output.split(separator: "\n", omittingEmptySubsequences: true).first.map { ": \($0)" } ?? ""
+            fields.append(("On-end hook", "exit \(hook.exitStatus)\(first)"))
+        }
 
         let width = fields.map(\.0.count).max() ?? 0
         var lines = ["Job \(job.id) (\(job.kind))"]
