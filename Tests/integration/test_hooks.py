@@ -129,3 +129,25 @@ def test_that_many_endings_at_once_run_every_hook_once_and_never_more_than_four_
         most = max(most, running)
     assert most <= 4, log.read_text()
     assert sorted(int(l[2:]) for l in log.read_text().splitlines() if l.startswith("+")) == ids
+
+
+def test_that_a_slow_hook_never_holds_up_transfers_and_only_4_KiB_of_output_is_kept(daemon, faultserver, key):
+    first = daemon.download(faultserver.url(key=key, size=100), "-o", str(daemon.work / "first"),
+                            "--on-end", "head -c 10000 /dev/zero | tr '\\0' a; sleep 4")
+    daemon.wait_state(first, "completed")
+    t0 = time.monotonic()
+    second = daemon.download(faultserver.url(key=key, size=500_000), "-o", str(daemon.work / "second"))
+    daemon.wait_state(second, "completed")
+    assert time.monotonic() - t0 < 3, "a transfer waited for another job's hook"
+    assert daemon.job(first)["hook"] is None, "the hook still runs"
+    job = hook_done(daemon, first)
+    assert job["hook"]["exitStatus"] == 0 and job["hook"]["output"] == "a" * 4096
+
+
+def test_that_an_upload_runs_its_hook_with_the_source_as_destination(daemon, faultserver, key):
+    src = daemon.work / "up.bin"
+    src.write_bytes(b"u" * 1000)
+    id = daemon.upload(str(src), faultserver.url("/upload", key=key), "--on-end",
+                       'printf "%s %s" "$AFTRANSFER_STATE" "$AFTRANSFER_DESTINATION"; cat >/dev/null')
+    job = hook_done(daemon, id)
+    assert job["state"] == "completed" and job["hook"]["output"] == f"completed {src}"

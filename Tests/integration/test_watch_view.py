@@ -52,7 +52,8 @@ def test_that_watch_on_a_terminal_shows_every_unfinished_job_and_a_totals_line_a
         plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", screen)
         assert all(len(line) < 100 for line in plain.replace("\r", "\n").split("\n")), plain
         os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends
-        proc.wait(timeout=10)
+        assert proc.wait(timeout=10) == 130
+        assert read_for(master, 0.3).endswith("\n"), "the cursor is left below the view"
     finally:
         stop_process(proc)
         os.close(master)

@@ -1,6 +1,10 @@
 import ArgumentParser
 import TransferCore
 
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
 /// `aftransfer watch [ID...]`: live progress bars on stdout until those jobs end.
 struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -37,7 +41,13 @@ struct WatchCommand: ParsableCommand {
         }
         let follower = JobFollower(client: client, jobs: jobs)
         if ids.isEmpty && Console.Stream.stdout.isTerminal {
-            // The whole queue as a screen; Ctrl-C ends only the view (the jobs are the daemon's).
+            // The whole queue as a screen; Ctrl-C ends only the view (the jobs are the daemon's),
+            // leaving the cursor below it.
+            signal(SIGINT) { _ in
+                var newline: UInt8 = 10
+                _ = Glibc.write(1, &newline, 1)
+                _exit(130)
+            }
             let view = QueueView(stream: .stdout)
             do {
                 _ = try follower.follow { view.update($0.jobs, gone: $0.gone) }
