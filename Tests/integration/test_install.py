@@ -125,30 +125,33 @@ def test_that_a_socket_activated_daemon_serves_the_inherited_socket_and_a_downlo
     notify.bind(notify_path)
     notify.settimeout(15)
     log = open(d.log_path, "ab")
-    proc = spawn(["systemd-socket-activate", "-l", str(d.socket), "-E", f"NOTIFY_SOCKET={notify_path}",
-                  d.daemon_exe, "--home", str(d.home), "--socket", str(d.socket)],
+    # Another path than the home's default socket: the daemon binds nothing of its own.
+    activated = d.root / "activated.sock"
+    proc = spawn(["systemd-socket-activate", "-l", str(activated), "-E", f"NOTIFY_SOCKET={notify_path}",
+                  d.daemon_exe, "--home", str(d.home)],
                  "systemd-socket-activate", stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=d.env,
                  start_new_session=True)
     log.close()
     try:
-        wait_until(lambda: d.socket.exists(), 10, "systemd-socket-activate to listen")
+        wait_until(lambda: activated.exists(), 10, "systemd-socket-activate to listen")
         time.sleep(0.2)
         # Nothing runs before the first connection: the socket is systemd's.
         assert "aftransferd" not in d.log_text().split("Listening on", 1)[-1].split("\n", 1)[-1]
-        st = d.cli_json("daemon", "status", "--json")  # --no-autostart: only the activated daemon can answer
-        assert st["pid"] == proc.pid and st["socket"] == str(d.socket)
+        sock = ("--socket", str(activated))
+        st = d.cli_json("daemon", "status", "--json", *sock)  # --no-autostart: only the activated daemon answers
+        assert st["pid"] == proc.pid and st["socket"] == str(activated) and st["home"] == str(d.home)
         assert notify.recv(4096).split(b"\n")[0] == b"READY=1"
         dest = d.work / "activated.bin"
-        r = d.cli("download", faultserver.url(key=key, size=300_000), "-o", str(dest), "--wait")
+        r = d.cli("download", faultserver.url(key=key, size=300_000), "-o", str(dest), "--wait", *sock)
         assert r.rc == 0, r
         assert sha256_file(dest) == faultserver.sha256(300_000)
         assert "socket activation: fd 3" in d.log_text()
-        assert "bind" not in d.log_text()
+        assert not d.socket.exists(), "the daemon bound a socket of its own"
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
         assert notify.recv(4096) == b"STOPPING=1"
         # The socket belongs to systemd: the daemon does not unlink it.
-        assert d.socket.exists()
+        assert activated.exists()
     finally:
         stop_process(proc)
         notify.close()

@@ -95,6 +95,8 @@ public final class Daemon {
         }
         for suffix in ["", "-wal", "-shm"] { chmod(paths.database + suffix, 0o600) }
 
+        // Under socket activation, the socket systemd bound (whatever --socket says).
+        let socketPath = inheritedListener.flatMap(SocketActivation.boundPath) ?? paths.socket
         do {
             let engine = try Engine(loop: loop, store: store, config: cfg)
             self.engine = engine
@@ -102,8 +104,7 @@ public final class Daemon {
             let context = RPCContext(
                 service: engine,
                 info: RPCContext.DaemonInfo(
-                    home: paths.home, socket: paths.socket, maxActive: cfg.maxActive,
-                    startedAt: startedAt),
+                    home: paths.home, socket: socketPath, maxActive: cfg.maxActive, startedAt: startedAt),
                 requestShutdown: { [unowned self] in self.shutdownSoon() })
             let router = RPCRouter(context: context)
             self.router = router
@@ -140,7 +141,7 @@ public final class Daemon {
         }
         let how = inheritedListener != nil ? " (socket activation: fd \(SocketActivation.firstFD))" : ""
         Log.info(
-            "aftransferd \(AFTransferVersion.string) pid \(getpid()) home \(paths.home) socket \(paths.socket)\(how)")
+            "aftransferd \(AFTransferVersion.string) pid \(getpid()) home \(paths.home) socket \(socketPath)\(how)")
         if let notifySocket { SocketActivation.notify("READY=1\nMAINPID=\(getpid())", socketPath: notifySocket) }
         loop.run()
         return 0

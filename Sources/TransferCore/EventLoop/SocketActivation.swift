@@ -31,6 +31,23 @@ public enum SocketActivation {
         return fd
     }
 
+    /// The path a Unix socket is bound to (what a socket unit's `ListenStream=` named), or nil
+    /// for an unnamed or abstract one.
+    public static func boundPath(of fd: Int32) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let rc = withUnsafeMutablePointer(to: &address) { ptr in
+            ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard rc == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        let path = withUnsafeBytes(of: &address.sun_path) { raw -> String? in
+            guard let first = raw.first, first != 0 else { return nil }
+            let bytes = raw.prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return path
+    }
+
     /// The readiness socket systemd gave (`$NOTIFY_SOCKET`), taken out of the environment so
     /// that children do not inherit it; nil when not run by systemd with `Type=notify`.
     public static func takeNotifySocket(
