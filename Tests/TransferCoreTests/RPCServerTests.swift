@@ -24,9 +24,11 @@ private final class FakeJobService: JobService {
     }
 
     func add(_ request: TransferRequest) throws -> JobSnapshot { throw TransferError(.invalidRequest, "read-only") }
-    func prevalidate(_ request: TransferRequest) throws -> TransferRequest { request }
-    func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot] { [] }
-    func addMany(validated requests: [TransferRequest]) throws -> [JobSnapshot] { [] }
+    func prepare(_ request: TransferRequest) throws -> JobRecord { throw TransferError(.invalidRequest, "read-only") }
+    func addMany(_ requests: [TransferRequest]) throws -> AddedJobs { AddedJobs(records: [], stamp: "") }
+    func stage(_ records: [JobRecord], batch: String) throws {}
+    func discardStaged(batch: String) {}
+    func addStaged(_ batch: BatchAssembler.Complete) throws -> ClosedRange<Int64> { 1...1 }
     func job(_ id: Int64) -> JobSnapshot? { (1...count).contains(id) ? snapshot(id) : nil }
     func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
         pagesRead += 1

@@ -51,16 +51,14 @@ public enum JSONValue: Codable, Sendable, Equatable {
         }
     }
 
-    /// Re-encodes any Encodable value as a JSONValue.
+    /// Encodes any Encodable value as a JSONValue (``JSONValueEncoder``: no JSON text in between).
     public init<T: Encodable>(encoding value: T) throws {
-        let data = try JSONEncoder().encode(value)
-        self = try JSONDecoder().decode(JSONValue.self, from: data)
+        self = try JSONValueEncoder().encode(value)
     }
 
-    /// Decodes this value as `T` (for typed params and results).
+    /// Decodes this value as `T`, for typed params and results (``JSONValueDecoder``).
     public func decode<T: Decodable>(as type: T.Type) throws -> T {
-        let data = try JSONEncoder().encode(self)
-        return try JSONDecoder().decode(T.self, from: data)
+        try JSONValueDecoder().decode(T.self, from: self)
     }
 
     /// The member `key` of an object, or nil.

@@ -66,7 +66,7 @@ public final class RPCServer {
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(line))
+            value = try JSONParser.parse(line)
         } catch {
             return reject(conn, RPCError(code: RPCErrorCode.parseError, message: "parse error: not JSON"))
         }
@@ -143,8 +143,8 @@ public final class RPCServer {
         case .success(.stream(let stream)):
             conn.send(head: Self.head(id: id), stream: stream)
         case .failure(let error):
-            guard let line = try? RPCReply.encoder.encode(ErrorResponse(error: error, id: id)) else { return }
-            conn.send(Array(line))
+            guard let line = try? RPCReply.json(ErrorResponse(error: error, id: id)) else { return }
+            conn.send(line)
         }
     }
 
