@@ -7,7 +7,13 @@ import TransferCore
 struct AFTransferDaemon: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "aftransferd",
-        abstract: "The aftransfer daemon: runs queued transfers in the background.")
+        abstract: "The aftransfer daemon: runs queued transfers in the background.",
+        discussion: """
+            Under systemd socket activation (LISTEN_FDS and LISTEN_PID naming this process) it serves \
+            the listening socket passed as fd 3 instead of binding its own, and tells systemd when it \
+            is ready (NOTIFY_SOCKET).
+            """,
+        version: AFTransferVersion.string)
 
     @Option(name: .long, help: "Home directory (database, socket, lock, log).")
     var home: String?
@@ -27,6 +33,14 @@ struct AFTransferDaemon: ParsableCommand {
     @Flag(name: .long, help: "Do not watch netlink for reachability.")
     var noNetworkMonitor = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Run this shell command when any job ends (after the job's own --on-end): the job as JSON on stdin, "
+                + "AFTRANSFER_JOB_ID, AFTRANSFER_STATE and AFTRANSFER_DESTINATION in its environment.",
+            valueName: "cmd"))
+    var onEnd: String?
+
     func validate() throws {
         guard (1...256).contains(maxActive) else { throw ValidationError("--max-active must be 1...256") }
         guard stallTimeout >= 1 && stallTimeout <= 86_400 else {
@@ -42,6 +56,7 @@ struct AFTransferDaemon: ParsableCommand {
         engine.maxActive = maxActive
         engine.stallTimeout = stallTimeout
         engine.checkpointInterval = checkpointInterval
+        engine.onEnd = onEnd.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
         var config = DaemonConfiguration(paths: Paths.resolve(home: home, socket: socket), engine: engine)
         config.watchNetwork = !noNetworkMonitor
         Foundation.exit(Daemon.run(config))

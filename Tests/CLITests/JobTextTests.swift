@@ -81,4 +81,12 @@ final class JobTextTests: XCTestCase {
         XCTAssertEqual(lines.suffix(21).first, "  Response body:")
         XCTAssertEqual(lines.last, "    line 20")
     }
+
+    func testThatTheSummaryShowsTheOnEndHooksExitStatusAndFirstLine() {
+        var job = JobFixture.job(state: .completed, bytes: 10, total: 10)
+        job.hook = HookResult(exitStatus: 3, output: "\nno space for the copy\nmore")
+        XCTAssertTrue(
+            JobSummary.lines(job).contains { $0.hasSuffix("On-end hook: exit 3: no space for the copy") },
+            "\(JobSummary.lines(job))")
+    }
 }

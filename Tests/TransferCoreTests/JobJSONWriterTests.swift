@@ -94,7 +94,8 @@ final class JobJSONWriterTests: XCTestCase {
             sha256: r.maybe { String(repeating: "ab", count: 32) }, createdAt: "2026-11-21T20:00:00Z",
             updatedAt: string(r), completedAt: r.maybe { "2026-11-21T20:00:01Z" }, history: history,
             response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) },
-            uploadUrl: r.maybe { string(r) }, resumable: r.maybe { r.pick([ResumableProtocol.ietf, .tus]) })
+            uploadUrl: r.maybe { string(r) }, resumable: r.maybe { r.pick([ResumableProtocol.ietf, .tus]) },
+            hook: r.maybe { HookResult(exitStatus: r.int(0...255), output: string(r)) })
     }
 
     private func written(_ job: JobSnapshot) -> Data {

@@ -18,9 +18,10 @@ final class JobSnapshotTests: XCTestCase {
         let expected: Set<String> = [
             "id", "kind", "url", "method", "state", "destination", "bytes", "total", "fraction", "rate", "eta",
             "attempts", "httpStatus", "error", "waitReason", "nextRetryAt", "insecure", "sha256", "createdAt",
-            "updatedAt", "completedAt", "history",
+            "updatedAt", "completedAt", "history", "hook",
         ]
         XCTAssertEqual(Set(obj.keys), expected)
+        XCTAssertTrue(obj["hook"] is NSNull)
         XCTAssertTrue(obj["destination"] is NSNull)
         XCTAssertTrue(obj["total"] is NSNull)
     }

@@ -40,7 +40,10 @@ private final class FakeJobService: JobService {
         ControlResult(jobs: [], refused: [])
     }
     func curlCommand(_ id: Int64) -> String? { nil }
+    func setURL(_ id: Int64, url: String) throws -> JobSnapshot? { nil }
     func counts() -> [TransferState: Int] { [.completed: Int(count)] }
+    var activeTransfers: Int { 0 }
+    var totalRate: Double { 0 }
     var isReachable: Bool { true }
     func commit() throws {}
 }
@@ -68,7 +71,7 @@ final class RPCServerTests: XCTestCase {
             var stopTimer: LoopTimer?
             let context = RPCContext(
                 service: FakeJobService(count: jobs),
-                info: RPCContext.DaemonInfo(home: home, socket: path, maxActive: 4, startedAt: "2026-11-21T20:00:00Z"),
+                info: RPCContext.DaemonInfo(home: home, socket: path, maxActive: 4, startedAt: 1_795_000_000),
                 requestShutdown: {
                     let t = LoopTimer(loop: loop)
                     stopTimer = t

@@ -105,7 +105,33 @@ final class StoreUpgradeTests: XCTestCase {
         let migrations = try DatabaseQueue(path: copy.path).read { db in
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
         }
-        XCTAssertEqual(migrations.last, "v4-resumable")
+        XCTAssertTrue(migrations.contains("v4-resumable"))
+    }
+
+    /// Migration "v6-hooks" adds `hookPending` and `hook`: a v3 database's jobs have none pending,
+    /// and the new columns are written and read back.
+    func testThatASchemaV3DatabaseUpgradesThroughV6HooksWithNoHookPending() throws {
+        let copy = try copyFixture("transfers-v3")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let store = try JobStore(path: copy.path)
+        let jobs = try store.jobs()
+        XCTAssertEqual(jobs.count, 4)
+        XCTAssertTrue(jobs.allSatisfy { $0.hookPending == nil && $0.hook == nil })
+        XCTAssertTrue(try store.pendingHooks().isEmpty)
+        var batch = WriteBatch()
+        var p = JobPatch()
+        p.hookPending = .some(.job)
+        p.hook = .some(HookResult(exitStatus: 2, output: "é"))
+        let id = try XCTUnwrap(jobs[0].id)
+        batch.patch(id, p)
+        try store.commit(batch, now: 1)
+        XCTAssertEqual(try store.pendingHooks().map(\.id), [id])
+        XCTAssertEqual(try store.job(id)?.hook, HookResult(exitStatus: 2, output: "é"))
+        XCTAssertEqual(try store.listings(state: nil, after: nil, limit: 1).first?.hook?.exitStatus, 2)
+        let migrations = try DatabaseQueue(path: copy.path).read { db in
+            try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid")
+        }
+        XCTAssertTrue(migrations.contains("v6-hooks"))
     }
 
     private func copyFixture(_ name: String) throws -> URL {

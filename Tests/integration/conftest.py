@@ -73,6 +73,7 @@ JOB_KEYS = (
     "id", "kind", "url", "method", "state", "destination", "bytes", "total", "fraction", "rate",
     "eta", "attempts", "httpStatus", "error", "waitReason", "nextRetryAt", "insecure", "sha256",
     "createdAt", "updatedAt", "completedAt", "history",
+    "hook",  # issue 10: the last ending's --on-end hook
 )
 HISTORY_KEYS = (
     "attempt", "startedAt", "endedAt", "httpStatus", "bytes", "nameLookup", "connect", "tls",
@@ -197,6 +198,8 @@ def assert_job_schema(job: dict) -> None:
         assert job["waitReason"] is None, f"waitReason outside waiting: {job}"
     assert job["nextRetryAt"] is None or RFC3339_UTC.match(job["nextRetryAt"]), job["nextRetryAt"]
     assert isinstance(job["insecure"], bool), job["insecure"]
+    assert job["hook"] is None or (set(job["hook"]) == {"exitStatus", "output"} and is_int(job["hook"]["exitStatus"])
+                                   and isinstance(job["hook"]["output"], str)), job["hook"]
     assert job["sha256"] is None or re.fullmatch(r"[0-9a-f]{64}", job["sha256"]), job["sha256"]
     assert isinstance(job["createdAt"], str) and RFC3339_UTC.match(job["createdAt"]), job["createdAt"]
     assert isinstance(job["updatedAt"], str) and RFC3339_UTC.match(job["updatedAt"]), job["updatedAt"]

@@ -18,6 +18,10 @@ public final class Daemon {
     private var stopping = false
     private let startedAt = Timestamp.now()
     private var shutdownTimer: LoopTimer?
+    /// The listening socket systemd passed (socket activation), or nil: then the daemon binds.
+    private var inheritedListener: Int32?
+    /// systemd's readiness socket (`Type=notify`), or nil.
+    private var notifySocket: String?
 
     private init(config: DaemonConfiguration, loop: EventLoop) {
         self.config = config
@@ -57,6 +61,8 @@ public final class Daemon {
         cfg.fileMode = 0o666 & ~userMask
         cfg.directoryMode = 0o777 & ~userMask
         signal(SIGPIPE, SIG_IGN)
+        inheritedListener = SocketActivation.takeListener()
+        notifySocket = SocketActivation.takeNotifySocket()
         CurlMulti.globalInit()
         let paths = config.paths
 
@@ -89,6 +95,8 @@ public final class Daemon {
         }
         for suffix in ["", "-wal", "-shm"] { chmod(paths.database + suffix, 0o600) }
 
+        // Under socket activation, the socket systemd bound (whatever --socket says).
+        let socketPath = inheritedListener.flatMap(SocketActivation.boundPath) ?? paths.socket
         do {
             let engine = try Engine(loop: loop, store: store, config: cfg)
             self.engine = engine
@@ -96,12 +104,12 @@ public final class Daemon {
             let context = RPCContext(
                 service: engine,
                 info: RPCContext.DaemonInfo(
-                    home: paths.home, socket: paths.socket, maxActive: cfg.maxActive,
-                    startedAt: Timestamp.rfc3339(startedAt)),
+                    home: paths.home, socket: socketPath, maxActive: cfg.maxActive, startedAt: startedAt),
                 requestShutdown: { [unowned self] in self.shutdownSoon() })
             let router = RPCRouter(context: context)
             self.router = router
-            let server = try RPCServer(loop: loop, path: paths.socket, router: router)
+            let server = try RPCServer(
+                loop: loop, path: paths.socket, router: router, inheritedFD: inheritedListener)
             self.server = server
             engine.wantsEvents = { [unowned server] in server.hasSubscribers }
             engine.onEvent = { [unowned server] kind, job in
@@ -131,7 +139,10 @@ public final class Daemon {
             loop.run()
             return fail("\(error)")
         }
-        Log.info("aftransferd \(AFTransferVersion.string) pid \(getpid()) home \(paths.home) socket \(paths.socket)")
+        let how = inheritedListener != nil ? " (socket activation: fd \(SocketActivation.firstFD))" : ""
+        Log.info(
+            "aftransferd \(AFTransferVersion.string) pid \(getpid()) home \(paths.home) socket \(socketPath)\(how)")
+        if let notifySocket { SocketActivation.notify("READY=1\nMAINPID=\(getpid())", socketPath: notifySocket) }
         loop.run()
         return 0
     }
@@ -157,7 +168,9 @@ public final class Daemon {
         for s in signals { s.close() }
         signals = []
         shutdownTimer?.close()
-        unlink(config.paths.socket)
+        if let notifySocket { SocketActivation.notify("STOPPING=1", socketPath: notifySocket) }
+        // An inherited socket belongs to systemd, which keeps listening on it.
+        if inheritedListener == nil { unlink(config.paths.socket) }
         Log.info("stopped")
         // The handles closed above are freed in this loop pass's close phase; uv_stop ends the
         // run after it, even if the engine's curl handles are still open.

@@ -27,6 +27,8 @@ public struct EngineConfig: Sendable {
     public var fileMode: mode_t = 0o644
     /// Mode for directories created by `--create-dirs`.
     public var directoryMode: mode_t = 0o755
+    /// The daemon's `--on-end` hook (run after a job's own), or nil.
+    public var onEnd: String?
 
     public init() {}
 }
@@ -55,6 +57,8 @@ public final class Engine: AttemptHost {
     private var events: [(EngineNotification, JobSnapshot)] = []
     private let tick: LoopTimer
     private let retryTimer: LoopTimer
+    /// The `--on-end` hooks running now (``Engine+Hooks``).
+    let hooks: HookRunner
     private var endOfPass: LoopPrepare?
     private var shuttingDown = false
     private var lastProgressEvent: [Int64: Int64] = [:]
@@ -84,6 +88,7 @@ public final class Engine: AttemptHost {
         self.multi = try CurlMulti(loop: loop)
         self.tick = LoopTimer(loop: loop)
         self.retryTimer = LoopTimer(loop: loop)
+        self.hooks = HookRunner(loop: loop)
         self.directorySyncer = DirectorySyncer(loop: loop)
         // A placeholder until `self` can be captured; replaced on the next line.
         self.checkpointer = Checkpointer(interval: config.checkpointInterval) { _, _ in }
@@ -131,7 +136,7 @@ public final class Engine: AttemptHost {
                 }
             }
             if case .success(let t) = JobMachine.transition(
-                .recovered(fileInPlace: fileInPlace), f, MachineContext(now: now))
+                .recovered(fileInPlace: fileInPlace), f, MachineContext(now: now, daemonHook: config.onEnd != nil))
             {
                 p.merge(t.patch)
             }
@@ -163,6 +168,7 @@ public final class Engine: AttemptHost {
         }
         rearmRetryTimer()
         schedule()
+        runPendingHooks()
     }
 
     /// Stops every transfer with a synchronous checkpoint, queues them for the next start and
@@ -237,12 +243,11 @@ public final class Engine: AttemptHost {
     /// Applies an event to a job through ``JobMachine`` and performs its actions.
     /// `loaded` are the facts of a job the scheduler does not track (completed, cancelled).
     @discardableResult
-    private func dispatch(_ id: Int64, _ event: JobEvent, loaded: JobFacts? = nil) -> Result<JobTransition, JobRefusal>?
-    {
+    func dispatch(_ id: Int64, _ event: JobEvent, loaded: JobFacts? = nil) -> Result<JobTransition, JobRefusal>? {
         guard let facts = scheduler.facts[id] ?? loaded else { return nil }
         let ctx = MachineContext(
             now: Timestamp.now(), isReachable: isReachable, jitter: jitter(),
-            attemptFinishing: tasks[id]?.phase == .finishing)
+            attemptFinishing: tasks[id]?.phase == .finishing, daemonHook: config.onEnd != nil)
         let result = JobMachine.transition(event, facts, ctx)
         guard case .success(let t) = result else { return result }
         write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
@@ -264,6 +269,7 @@ public final class Engine: AttemptHost {
                 lastBytes[id] = nil
             case .notify: notify(id)
             case .schedule: runScheduler = true
+            case .runHook: afterCommit { [unowned self] in self.runHook(id) }
             }
         }
         if runScheduler { schedule() }
@@ -648,7 +654,7 @@ public final class Engine: AttemptHost {
 
     /// A job's full row as it is now: the running attempt's copy, or the store's with this
     /// pass's uncommitted changes on top.
-    private func record(_ id: Int64) -> JobRecord? {
+    func record(_ id: Int64) -> JobRecord? {
         if let t = tasks[id] { return t.record }
         if let r = ending[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
@@ -696,4 +702,10 @@ public final class Engine: AttemptHost {
 
     /// Number of jobs in each state (every state present), from memory.
     public func counts() -> [TransferState: Int] { scheduler.counts }
+
+    /// Transfers running now (`daemon.status` `active`).
+    public var activeTransfers: Int { tasks.count }
+
+    /// Bytes per second of all running transfers together (`daemon.status` `rate`).
+    public var totalRate: Double { tasks.values.reduce(0) { $0 + $1.rate.value } }
 }

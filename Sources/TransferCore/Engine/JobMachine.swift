@@ -20,6 +20,12 @@ public enum JobEvent: Equatable, Sendable {
     /// Found running in the store at start (the daemon stopped or crashed); `fileInPlace` when
     /// the job was finalizing and its file is already in place (the crash came after the rename).
     case recovered(fileInPlace: Bool)
+    /// The `--on-end` hook of `stage` finished (in any state: the job may have moved on); nil when
+    /// there was nothing to run at that stage any more.
+    case hookFinished(HookStage, HookResult?)
+    /// The user's `set-url`: a download's new URL; `keepPart` when the part's validator lets the
+    /// next attempt resume with `If-Range` (otherwise the part is dropped: never spliced).
+    case setURL(String, keepPart: Bool)
 }
 
 /// How an attempt ended, as far as the job's state is concerned.
@@ -59,6 +65,8 @@ public enum JobAction: Equatable, Sendable {
     case notify
     /// A slot may be free or a job queued: run the scheduler.
     case schedule
+    /// Run the `--on-end` hook recorded in the job's `hookPending`, once the change is committed.
+    case runHook
 }
 
 /// The result of a legal event: the row changes (state included) and the actions.
@@ -87,13 +95,19 @@ public struct MachineContext: Sendable {
     public var jitter: Double
     /// Whether the job's attempt is finishing (verified, being moved into place).
     public var attemptFinishing: Bool
+    /// Whether the daemon has an `--on-end` hook (run after the job's own).
+    public var daemonHook: Bool
 
     /// Creates a context.
-    public init(now: Double, isReachable: Bool = true, jitter: Double = 0, attemptFinishing: Bool = false) {
+    public init(
+        now: Double, isReachable: Bool = true, jitter: Double = 0, attemptFinishing: Bool = false,
+        daemonHook: Bool = false
+    ) {
         self.now = now
         self.isReachable = isReachable
         self.jitter = jitter
         self.attemptFinishing = attemptFinishing
+        self.daemonHook = daemonHook
     }
 }
 
@@ -133,7 +147,8 @@ public enum JobMachine {
             p.finalizing = false
             p.completedAt = ctx.now
             p.error = .some(nil)
-            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+            let hook = ending(&p, job, ctx)
+            return .success(JobTransition(patch: p, actions: [.notify, .schedule] + hook))
 
         case (.attemptEnded(.failed(let error, let retryAfter)), .running):
             return .success(failed(job, error, retryAfter: retryAfter, ctx))
@@ -162,14 +177,16 @@ public enum JobMachine {
             p.state = .cancelled
             p.error = .some(cancelledError)
             p.merge(.partDiscarded)
-            return .success(JobTransition(patch: p, actions: [.stopAttempt(.cancel), .notify, .schedule]))
+            let hook = ending(&p, job, ctx)
+            return .success(JobTransition(patch: p, actions: [.stopAttempt(.cancel), .notify, .schedule] + hook))
         case (.cancel, .queued), (.cancel, .waiting), (.cancel, .paused):
             p.state = .cancelled
             p.error = .some(cancelledError)
             p.waitReason = .some(nil)
             p.nextRetryAt = .some(nil)
             p.merge(.partDiscarded)
-            return .success(JobTransition(patch: p, actions: [.cancelRetryTimer, .deletePart, .notify]))
+            let hook = ending(&p, job, ctx)
+            return .success(JobTransition(patch: p, actions: [.cancelRetryTimer, .deletePart, .notify] + hook))
 
         case (.remove(let deleteFiles), let state):
             var actions: [JobAction] = []
@@ -201,10 +218,30 @@ public enum JobMachine {
                 p.state = .completed
                 p.completedAt = .some(ctx.now)
                 p.finalizing = false
-            } else {
-                p.state = .queued
+                let hook = ending(&p, job, ctx)
+                return .success(JobTransition(patch: p, actions: hook))
             }
+            p.state = .queued
             return .success(JobTransition(patch: p, actions: []))
+
+        case (.setURL(let url, let keepPart), .queued), (.setURL(let url, let keepPart), .paused),
+            (.setURL(let url, let keepPart), .waiting), (.setURL(let url, let keepPart), .failed):
+            guard job.kind == .download else {
+                return .failure(
+                    JobRefusal(state: job.state, message: "job \(job.id) is an upload: set-url is for downloads"))
+            }
+            p.url = url
+            if keepPart { return .success(JobTransition(patch: p, actions: [.notify])) }
+            p.merge(.partDiscarded)
+            return .success(JobTransition(patch: p, actions: [.deletePart, .notify]))
+
+        case (.hookFinished(let stage, let result), _):
+            // The job's own hook is the one its `hook` field shows; the daemon's shows only when
+            // the job has none.
+            if let result, stage == .job || !job.hasOnEnd { p.hook = .some(result) }
+            let next: HookStage? = stage == .job && ctx.daemonHook ? .daemon : nil
+            p.hookPending = .some(next)
+            return .success(JobTransition(patch: p, actions: next == nil ? [.notify] : [.notify, .runHook]))
 
         default:
             return .failure(JobRefusal(state: job.state, message: refusal(event, job)))
@@ -239,7 +276,18 @@ public enum JobMachine {
         final.retryable = false
         p.state = .failed
         p.error = .some(final)
-        return JobTransition(patch: p, actions: [.notify, .schedule])
+        let hook = ending(&p, job, ctx)
+        return JobTransition(patch: p, actions: [.notify, .schedule] + hook)
+    }
+
+    /// An ending (completed, failed, cancelled): the hook to run is recorded in the same patch
+    /// as the ending, the last ending's result is cleared, and `runHook` asked for.
+    private static func ending(_ p: inout JobPatch, _ job: JobFacts, _ ctx: MachineContext) -> [JobAction] {
+        let stage: HookStage? = job.hasOnEnd ? .job : (ctx.daemonHook ? .daemon : nil)
+        guard let stage else { return [] }
+        p.hook = .some(nil)
+        p.hookPending = .some(stage)
+        return [.runHook]
     }
 
     private static func isControl(_ event: JobEvent) -> Bool {
@@ -257,6 +305,7 @@ public enum JobMachine {
         case .cancel: verb = "cancel"
         case .retry: verb = "retry"
         case .remove: verb = "remove"
+        case .setURL: verb = "set the URL of"
         default: return "job \(job.id) is \(job.state.rawValue): \(event) does not apply"
         }
         return "cannot \(verb) job \(job.id): it is \(job.state.rawValue)"

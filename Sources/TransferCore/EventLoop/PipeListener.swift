@@ -24,8 +24,36 @@ public final class PipeListener {
     ///   - allowedUID: the only peer uid served (SO_PEERCRED); others are closed at once.
     ///   - onConnection: receives each accepted connection; the receiver keeps it alive.
     /// - Throws: ``UVError`` when the socket cannot be bound or listened on.
-    public init(
+    public convenience init(
         loop: EventLoop, path: String, allowedUID: uid_t = getuid(), onConnection: @escaping (PipeStream) -> Void
+    ) throws {
+        try self.init(loop: loop, what: path, allowedUID: allowedUID, onConnection: onConnection) { handle in
+            unlink(path)
+            try UVError.check(uv_pipe_bind(handle, path), "bind \(path)")
+            chmod(path, 0o600)
+        }
+    }
+
+    /// Listens on a socket that is already bound (and maybe listening): systemd socket activation
+    /// hands one over as fd 3 (``SocketActivation``). Nothing is bound, nothing unlinked.
+    /// - Parameters:
+    ///   - loop: the loop.
+    ///   - inheritedFD: the bound Unix stream socket.
+    ///   - allowedUID: the only peer uid served (SO_PEERCRED); others are closed at once.
+    ///   - onConnection: receives each accepted connection; the receiver keeps it alive.
+    /// - Throws: ``UVError`` when the descriptor cannot be used.
+    public convenience init(
+        loop: EventLoop, inheritedFD fd: Int32, allowedUID: uid_t = getuid(),
+        onConnection: @escaping (PipeStream) -> Void
+    ) throws {
+        try self.init(loop: loop, what: "fd \(fd)", allowedUID: allowedUID, onConnection: onConnection) { handle in
+            try UVError.check(uv_pipe_open(handle, fd), "uv_pipe_open fd \(fd)")
+        }
+    }
+
+    private init(
+        loop: EventLoop, what: String, allowedUID: uid_t, onConnection: @escaping (PipeStream) -> Void,
+        attach: (UnsafeMutablePointer<uv_pipe_t>) throws -> Void
     ) throws {
         self.loop = loop
         self.allowedUID = allowedUID
@@ -37,10 +65,8 @@ public final class PipeListener {
             throw UVError(rc, "uv_pipe_init")
         }
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        unlink(path)
         do {
-            try UVError.check(uv_pipe_bind(handle, path), "bind \(path)")
-            chmod(path, 0o600)
+            try attach(handle)
             let stream = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
             try UVError.check(
                 uv_listen(stream, Self.backlog) { server, status in
@@ -51,7 +77,7 @@ public final class PipeListener {
                         return
                     }
                     listener.acceptAll()
-                }, "listen \(path)")
+                }, "listen \(what)")
         } catch {
             closed = true
             closeAndFree(handle)

@@ -27,12 +27,15 @@ public struct JobFacts: Equatable, Sendable {
     public var durableBytes: Int64
     /// Download: the part is verified and being moved into place.
     public var finalizing: Bool
+    /// Whether the job has its own `--on-end` hook.
+    public var hasOnEnd: Bool
 
     /// Creates the facts of a job.
     public init(
         id: Int64, kind: JobKind, state: TransferState, priority: Int, destination: String?,
         waitReason: WaitReason? = nil, nextRetryAt: Double? = nil, attempts: Int = 0, retriesUsed: Int = 0,
-        retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false
+        retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false,
+        hasOnEnd: Bool = false
     ) {
         self.id = id
         self.kind = kind
@@ -46,6 +49,7 @@ public struct JobFacts: Equatable, Sendable {
         self.retryLimit = retryLimit
         self.durableBytes = durableBytes
         self.finalizing = finalizing
+        self.hasOnEnd = hasOnEnd
     }
 
     /// The facts of a stored row.
@@ -54,7 +58,7 @@ public struct JobFacts: Equatable, Sendable {
             id: r.id ?? 0, kind: r.kind, state: r.state, priority: r.priority, destination: r.destination,
             waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, attempts: r.attempts, retriesUsed: r.retriesUsed,
             retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit, durableBytes: r.durableBytes,
-            finalizing: r.finalizing)
+            finalizing: r.finalizing, hasOnEnd: r.request.onEnd != nil)
     }
 
     /// Applies the same patch the store writes.

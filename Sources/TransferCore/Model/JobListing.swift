@@ -26,6 +26,8 @@ public struct JobListing: Equatable, Sendable {
     public var uploadUrl: String?
     /// Upload: the resumable protocol the server agreed to, or nil.
     public var resumable: ResumableProtocol?
+    /// The last ending's `--on-end` hook result.
+    public var hook: HookResult?
 
     /// The listing of a full row.
     public init(_ r: JobRecord) {
@@ -34,7 +36,7 @@ public struct JobListing: Equatable, Sendable {
             durableBytes: r.durableBytes, total: r.total, attempts: r.attempts, httpStatus: r.httpStatus,
             error: r.error, waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, insecure: r.request.insecure == true,
             sha256: r.sha256, createdAt: r.createdAt, updatedAt: r.updatedAt, completedAt: r.completedAt,
-            response: r.response, history: r.history, uploadUrl: r.uploadUrl, resumable: r.resumable)
+            response: r.response, history: r.history, uploadUrl: r.uploadUrl, resumable: r.resumable, hook: r.hook)
     }
 
     /// Creates a listing from its fields.
@@ -43,7 +45,7 @@ public struct JobListing: Equatable, Sendable {
         durableBytes: Int64, total: Int64?, attempts: Int, httpStatus: Int?, error: TransferError?,
         waitReason: WaitReason?, nextRetryAt: Double?, insecure: Bool, sha256: String?, createdAt: Double,
         updatedAt: Double, completedAt: Double?, response: ResponseInfo?, history: [AttemptRecord],
-        uploadUrl: String? = nil, resumable: ResumableProtocol? = nil
+        uploadUrl: String? = nil, resumable: ResumableProtocol? = nil, hook: HookResult? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -67,6 +69,7 @@ public struct JobListing: Equatable, Sendable {
         self.history = history
         self.uploadUrl = uploadUrl
         self.resumable = resumable
+        self.hook = hook
     }
 }
 
@@ -108,6 +111,6 @@ extension JobSnapshot {
             createdAt: Timestamp.rfc3339(l.createdAt), updatedAt: Timestamp.rfc3339(l.updatedAt),
             completedAt: l.completedAt.map(Timestamp.rfc3339), history: l.history,
             response: l.kind == .upload ? l.response : nil, uploadUrl: l.uploadUrl.map(URLRedaction.redact),
-            resumable: l.resumable)
+            resumable: l.resumable, hook: l.hook)
     }
 }

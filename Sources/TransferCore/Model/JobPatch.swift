@@ -27,6 +27,10 @@ public struct JobPatch: Equatable, Sendable {
     public var resumable: ResumableProtocol??
     /// Upload: the largest append the server takes (`max-append-size`), once learnt.
     public var appendLimit: Int64??
+    /// The `--on-end` hook still to run for the job's last ending (nil: none).
+    public var hookPending: HookStage??
+    /// The last ending's hook result.
+    public var hook: HookResult??
 
     /// An empty patch (changes nothing).
     public init() {}
@@ -56,6 +60,8 @@ public struct JobPatch: Equatable, Sendable {
         if let v = later.uploadUrl { uploadUrl = v }
         if let v = later.resumable { resumable = v }
         if let v = later.appendLimit { appendLimit = v }
+        if let v = later.hookPending { hookPending = v }
+        if let v = later.hook { hook = v }
     }
 
     /// A patch that forgets the part's bytes: durable offset 0 and no validators.

@@ -135,6 +135,9 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     public var uploadUrl: String?
     /// Uploads only: `"ietf"` or `"tus"`, what the server agreed to, or null (absent for downloads).
     public var resumable: ResumableProtocol?
+    /// The last ending's `--on-end` hook: its exit status and first 4 KiB of output; null when
+    /// none ran (yet).
+    public var hook: HookResult?
 
     /// Creates a job object.
     public init(
@@ -142,7 +145,8 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         bytes: Int64, total: Int64?, fraction: Double?, rate: Double, eta: Double?, attempts: Int,
         httpStatus: Int?, error: TransferError?, waitReason: WaitReason?, nextRetryAt: String?, insecure: Bool,
         sha256: String?, createdAt: String, updatedAt: String, completedAt: String?, history: [AttemptRecord],
-        response: ResponseInfo? = nil, uploadUrl: String? = nil, resumable: ResumableProtocol? = nil
+        response: ResponseInfo? = nil, uploadUrl: String? = nil, resumable: ResumableProtocol? = nil,
+        hook: HookResult? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -169,12 +173,14 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         self.response = response
         self.uploadUrl = uploadUrl
         self.resumable = resumable
+        self.hook = hook
     }
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, destination, bytes, total, fraction, rate, eta, attempts, httpStatus
         case error, waitReason, nextRetryAt, insecure, sha256, createdAt, updatedAt, completedAt, history, response
         case uploadUrl, resumable
+        case hook
     }
 
     /// Encodes every field, absent ones as `null`; `response`, `uploadUrl` and `resumable` for
@@ -203,6 +209,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
         try c.encode(history, forKey: .history)
+        try c.encode(hook, forKey: .hook)
         if kind == .upload {
             try c.encode(response, forKey: .response)
             try c.encode(uploadUrl, forKey: .uploadUrl)

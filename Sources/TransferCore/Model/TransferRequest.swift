@@ -34,6 +34,8 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var insecure: Bool?
     /// Upload: `"auto"` (IETF resumable uploads, the default), `"tus"` (tus 1.0.0) or `"off"`.
     public var resumable: String?
+    /// A shell command run (`/bin/sh -c`) when the job ends, the job object on its stdin.
+    public var onEnd: String?
 
     public init(url: String) { self.url = url }
 }

@@ -125,8 +125,25 @@ public enum RequestValidator {
         if let pinCert = r.pinCert { try checkReadableFile(pinCert, field: "pinCert") }
         if let pinPubkey = r.pinPubkey { try validatePinPubkey(pinPubkey) }
 
+        if let onEnd = r.onEnd {
+            guard !onEnd.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                throw invalid("onEnd: is empty")
+            }
+            guard !onEnd.unicodeScalars.contains("\0"), onEnd.utf8.count <= maxOnEndBytes else {
+                throw invalid("onEnd: contains NUL or is longer than \(maxOnEndBytes) bytes")
+            }
+        }
+
         return r
     }
+
+    /// The longest `onEnd` command accepted, in bytes.
+    public static let maxOnEndBytes = 64 * 1024
+
+    /// Validates a URL as `transfer.add` does (`transfer.setUrl`).
+    /// - Returns: the trimmed URL with its scheme lowercased.
+    /// - Throws: `invalid_request` naming `url`.
+    public static func validatedURL(_ raw: String) throws -> String { try validateURL(raw) }
 
     // MARK: - URL
 

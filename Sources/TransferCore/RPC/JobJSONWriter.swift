@@ -35,7 +35,17 @@ public struct JobJSONWriter {
             if n > 0 { bytes.append(UInt8(ascii: ",")) }
             write(attempt)
         }
-        key("],\"httpStatus\":")
+        key("],\"hook\":")
+        if let hook = job.hook {
+            key("{\"exitStatus\":")
+            int(Int64(hook.exitStatus))
+            key(",\"output\":")
+            string(hook.output)
+            key("}")
+        } else {
+            null()
+        }
+        key(",\"httpStatus\":")
         int(job.httpStatus.map(Int64.init))
         key(",\"id\":")
         int(job.id)

@@ -22,10 +22,18 @@ public protocol JobService: AnyObject {
     func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot]
     /// Applies a control action to each id (SPEC "Control commands").
     func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) -> ControlResult
+    /// Gives a queued, paused, waiting or failed download a new URL (`transfer.setUrl`); it keeps
+    /// its state and its part when the part can be resumed with `If-Range`. Nil for an unknown id.
+    /// Throws `TransferError` for a refused URL, ``JobRefusal`` for a job in another state.
+    func setURL(_ id: Int64, url: String) throws -> JobSnapshot?
     /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
     func curlCommand(_ id: Int64) -> String?
     /// Number of jobs in each state (every state present).
     func counts() -> [TransferState: Int]
+    /// Transfers running now.
+    var activeTransfers: Int { get }
+    /// Bytes per second of all running transfers together.
+    var totalRate: Double { get }
     /// Whether the network is reachable.
     var isReachable: Bool { get }
     /// Commits the changes made so far in this loop pass (group commit); responses are sent after it.

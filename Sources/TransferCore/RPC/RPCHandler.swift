@@ -58,12 +58,15 @@ public final class RPCContext {
         public var maxActive: Int
         /// When the daemon started, RFC 3339 UTC.
         public var startedAt: String
+        /// When the daemon started, seconds since 1970 (for `uptime`).
+        public var startedAtSeconds: Double
         /// Creates the facts.
-        public init(home: String, socket: String, maxActive: Int, startedAt: String) {
+        public init(home: String, socket: String, maxActive: Int, startedAt: Double) {
             self.home = home
             self.socket = socket
             self.maxActive = maxActive
-            self.startedAt = startedAt
+            self.startedAt = Timestamp.rfc3339(startedAt)
+            self.startedAtSeconds = startedAt
         }
     }
 

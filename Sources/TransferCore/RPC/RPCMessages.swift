@@ -66,6 +66,19 @@ public struct GetParams: Codable, Sendable {
     public init(id: Int64) { self.id = id }
 }
 
+/// Params of `transfer.setUrl`.
+public struct SetUrlParams: Codable, Sendable {
+    /// The job's id.
+    public var id: Int64
+    /// The new URL (validated as for `transfer.add`).
+    public var url: String
+    /// Creates the params.
+    public init(id: Int64, url: String) {
+        self.id = id
+        self.url = url
+    }
+}
+
 /// Result of `transfer.curl`.
 public struct CurlResult: Codable, Sendable, Equatable {
     /// The equivalent curl command, secrets shown as `***`.
@@ -181,32 +194,72 @@ public struct DaemonStatus: Codable, Sendable {
     public var pid: Int32
     /// The daemon's version (``AFTransferVersion``).
     public var version: String
+    /// Seconds since the daemon started.
+    public var uptime: Double
     /// The home directory.
     public var home: String
     /// The socket path.
     public var socket: String
     /// `"reachable"` or `"unreachable"`.
     public var network: String
-    /// At most this many transfers at once (`--max-active`).
-    public var maxActive: Int
+    /// The daemon-wide bandwidth limits in force now (as `limit --json`).
+    public var limits: DaemonLimits
     /// Number of jobs in each state (every state present).
     public var jobs: [String: Int]
+    /// Transfers running now.
+    public var active: Int
+    /// Bytes per second, all running transfers together.
+    public var rate: Double
+    /// At most this many transfers at once (`--max-active`).
+    public var maxActive: Int
     /// When the daemon started, RFC 3339 UTC.
     public var startedAt: String
 
     /// Creates the result.
     public init(
-        pid: Int32, version: String, home: String, socket: String, network: String, maxActive: Int,
-        jobs: [String: Int], startedAt: String
+        pid: Int32, version: String, uptime: Double, home: String, socket: String, network: String,
+        limits: DaemonLimits, jobs: [String: Int], active: Int, rate: Double, maxActive: Int, startedAt: String
     ) {
         self.pid = pid
         self.version = version
+        self.uptime = uptime
         self.home = home
         self.socket = socket
         self.network = network
-        self.maxActive = maxActive
+        self.limits = limits
         self.jobs = jobs
+        self.active = active
+        self.rate = rate
+        self.maxActive = maxActive
         self.startedAt = startedAt
+    }
+}
+
+/// Daemon-wide bandwidth limits as `limit --json` prints them: bytes per second in force now,
+/// null for off; `schedule` null when there is none.
+public struct DaemonLimits: Codable, Sendable, Equatable {
+    /// The download limit in force now (bytes/s), or nil for none.
+    public var download: Int64?
+    /// The upload limit (bytes/s), or nil for none.
+    public var upload: Int64?
+    /// The download timetable as given (`'08:00,512K 19:00,off'`), or nil.
+    public var schedule: String?
+
+    /// Creates limits (all off by default).
+    public init(download: Int64? = nil, upload: Int64? = nil, schedule: String? = nil) {
+        self.download = download
+        self.upload = upload
+        self.schedule = schedule
+    }
+
+    enum CodingKeys: String, CodingKey { case download, upload, schedule }
+
+    /// Encodes every field, off ones as `null`.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(download, forKey: .download)
+        try c.encode(upload, forKey: .upload)
+        try c.encode(schedule, forKey: .schedule)
     }
 }
 

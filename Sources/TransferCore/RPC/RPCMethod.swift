@@ -19,6 +19,8 @@ public enum RPCMethod: String, CaseIterable, Sendable {
     case transferRetry = "transfer.retry"
     /// Removes jobs.
     case transferRemove = "transfer.remove"
+    /// Gives a download a new URL (queued, paused, waiting or failed); result: the job object.
+    case transferSetUrl = "transfer.setUrl"
     /// A job's equivalent curl command, secrets redacted.
     case transferCurl = "transfer.curl"
     /// The daemon's status.

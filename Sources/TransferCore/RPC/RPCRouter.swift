@@ -16,6 +16,7 @@ public final class RPCRouter {
             .transferList: ListHandler(),
             .transferGet: GetHandler(),
             .transferCurl: CurlHandler(),
+            .transferSetUrl: SetUrlHandler(),
             .daemonStatus: DaemonStatusHandler(),
             .daemonShutdown: ShutdownHandler(),
             .eventsSubscribe: SubscribeHandler(),

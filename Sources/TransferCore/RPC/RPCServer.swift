@@ -25,12 +25,17 @@ public final class RPCServer {
     }
     private var pending: [PendingResponse] = []
 
-    /// Binds and listens on `path` (the caller made its directory private first).
+    /// Binds and listens on `path` (the caller made its directory private first), or listens on
+    /// `inheritedFD`, a socket systemd passed (socket activation), and binds nothing.
     /// - Throws: ``UVError`` when the socket cannot be bound.
-    public init(loop: EventLoop, path: String, router: RPCRouter) throws {
+    public init(loop: EventLoop, path: String, router: RPCRouter, inheritedFD: Int32? = nil) throws {
         self.router = router
         batchTimer = LoopTimer(loop: loop)
-        listener = try PipeListener(loop: loop, path: path) { [unowned self] pipe in self.accepted(pipe) }
+        if let fd = inheritedFD {
+            listener = try PipeListener(loop: loop, inheritedFD: fd) { [unowned self] pipe in self.accepted(pipe) }
+        } else {
+            listener = try PipeListener(loop: loop, path: path) { [unowned self] pipe in self.accepted(pipe) }
+        }
         batchTimer.start(after: Self.batchCheckInterval, repeating: Self.batchCheckInterval) { [unowned self] in
             self.router.expireBatches()
         }

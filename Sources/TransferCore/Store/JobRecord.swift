@@ -67,11 +67,16 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     public var resumable: ResumableProtocol? = nil
     /// Upload: the server's `max-append-size`, once learnt.
     public var appendLimit: Int64? = nil
+    /// The `--on-end` hook still to run for the last ending (migration v6-hooks).
+    public var hookPending: HookStage? = nil
+    /// The last ending's hook result (migration v6-hooks).
+    public var hook: HookResult? = nil
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts
         case retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize
         case sourceMtime, response, createdAt, updatedAt, completedAt, sources, uploadUrl, resumable, appendLimit
+        case hookPending, hook
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
@@ -102,6 +107,8 @@ extension JobRecord {
         if let v = p.uploadUrl { uploadUrl = v }
         if let v = p.resumable { resumable = v }
         if let v = p.appendLimit { appendLimit = v }
+        if let v = p.hookPending { hookPending = v }
+        if let v = p.hook { hook = v }
     }
 }
 
@@ -110,7 +117,8 @@ extension JobRecord {
     static let selection = """
         id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts,
         retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize,
-        sourceMtime, response, createdAt, updatedAt, completedAt, sources, uploadUrl, resumable, appendLimit
+        sourceMtime, response, createdAt, updatedAt, completedAt, sources, uploadUrl, resumable, appendLimit,
+        hookPending, hook
         """
 
     /// Decodes a row of ``selection`` by position. By hand: GRDB's Codable decoding of every column
@@ -160,5 +168,7 @@ extension JobRecord {
         uploadUrl = row[27]
         resumable = (row[28] as String?).flatMap(ResumableProtocol.init(rawValue:))
         appendLimit = row[29]
+        hookPending = (row[30] as Int?).flatMap(HookStage.init(rawValue:))
+        hook = try json(31, HookResult.self)
     }
 }

@@ -166,6 +166,8 @@ public final class JobStore {
                 if let v = patch.uploadUrl { set("uploadUrl", v) }
                 if let v = patch.resumable { set("resumable", v?.rawValue) }
                 if let v = patch.appendLimit { set("appendLimit", v) }
+                if let v = patch.hookPending { set("hookPending", v?.rawValue) }
+                if let v = patch.hook { set("hook", try json(v)) }
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
                 values.append(id.databaseValue)
@@ -254,7 +256,8 @@ public final class JobStore {
                 db,
                 sql: """
                     SELECT id, kind, state, priority, destination, waitReason, nextRetryAt, attempts, retriesUsed,
-                           json_extract(request, '$.retries'), durableBytes, finalizing
+                           json_extract(request, '$.retries'), durableBytes, finalizing,
+                           json_extract(request, '$.onEnd') IS NOT NULL
                     FROM job WHERE state IN ('queued', 'running', 'waiting', 'paused', 'failed')
                       AND id BETWEEN ? AND ?
                     """, arguments: [ids?.lowerBound ?? Int64.min, ids?.upperBound ?? Int64.max])
@@ -268,7 +271,7 @@ public final class JobStore {
                         id: row[0], kind: kind, state: state, priority: row[3], destination: row[4],
                         waitReason: (row[5] as String?).flatMap(WaitReason.init(rawValue:)), nextRetryAt: row[6],
                         attempts: row[7], retriesUsed: row[8], retryLimit: row[9] ?? RetryPolicy.defaultRetryLimit,
-                        durableBytes: row[10], finalizing: row[11]))
+                        durableBytes: row[10], finalizing: row[11], hasOnEnd: row[12]))
             }
             return out
         }
@@ -281,7 +284,7 @@ public final class JobStore {
             var sql = """
                 SELECT id, kind, url, method, state, destination, durableBytes, total, attempts, httpStatus, error,
                        waitReason, nextRetryAt, json_extract(request, '$.insecure'), sha256, createdAt, updatedAt,
-                       completedAt, response, uploadUrl, resumable
+                       completedAt, response, uploadUrl, resumable, hook
                 FROM job WHERE id > ?
                 """
             var args: [DatabaseValueConvertible?] = [after ?? 0]
@@ -297,6 +300,7 @@ public final class JobStore {
                 guard let kind = JobKind(rawValue: row[1]), let st = TransferState(rawValue: row[4]) else { continue }
                 let errorText: String? = row[10]
                 let responseText: String? = row[18]
+                let hookText: String? = row[21]
                 out.append(
                     JobListing(
                         id: row[0], kind: kind, url: row[2], method: row[3], state: st, destination: row[5],
@@ -307,7 +311,8 @@ public final class JobStore {
                         completedAt: row[17],
                         response: try responseText.map { try decoder.decode(ResponseInfo.self, fromJSON: $0) },
                         history: [], uploadUrl: row[19],
-                        resumable: (row[20] as String?).flatMap(ResumableProtocol.init(rawValue:))))
+                        resumable: (row[20] as String?).flatMap(ResumableProtocol.init(rawValue:)),
+                        hook: try hookText.map { try decoder.decode(HookResult.self, fromJSON: $0) }))
             }
             guard let first = out.first?.id, let last = out.last?.id else { return out }
             let histories = try history(db, range: first...last)
@@ -338,6 +343,18 @@ public final class JobStore {
                     error: try errorText.map { try decoder.decode(TransferError.self, fromJSON: $0) }))
         }
         return out
+    }
+
+    /// The jobs whose last ending still has a hook to run, with the stage, in id order: what a
+    /// daemon that stopped or crashed left (the partial index `job_hook_pending` keeps it cheap).
+    public func pendingHooks() throws -> [(id: Int64, stage: HookStage)] {
+        try db.read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, hookPending FROM job WHERE hookPending IS NOT NULL ORDER BY id")
+            return rows.compactMap { row in
+                (row[1] as Int?).flatMap(HookStage.init(rawValue:)).map { (id: row[0], stage: $0) }
+            }
+        }
     }
 
     /// Counts jobs per state (every state present).

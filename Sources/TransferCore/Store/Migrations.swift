@@ -86,6 +86,16 @@ enum Migrations {
                 t.add(column: "appendLimit", .integer)
             }
         }
+        m.registerMigration("v6-hooks") { db in
+            // `--on-end` hooks: the hook still to run for a job's last ending (recorded in the
+            // ending's transaction, cleared when it finished) and its result.
+            try db.execute(
+                sql: """
+                    ALTER TABLE job ADD COLUMN hookPending INTEGER;
+                    ALTER TABLE job ADD COLUMN hook TEXT;
+                    CREATE INDEX job_hook_pending ON job(hookPending) WHERE hookPending IS NOT NULL;
+                    """)
+        }
         return m
     }
 }

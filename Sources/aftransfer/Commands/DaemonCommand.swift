@@ -114,18 +114,7 @@ struct DaemonCommand: ParsableCommand {
                 return
             }
             let status = try result.decode(as: DaemonStatus.self)
-            let counts = TransferState.allCases.compactMap { state in
-                status.jobs[state.rawValue].flatMap { $0 > 0 ? "\($0) \(state.rawValue)" : nil }
-            }
-            Console.out(
-                [
-                    "aftransferd \(status.version), pid \(status.pid), running since \(status.startedAt)",
-                    "  Home:       \(status.home)",
-                    "  Socket:     \(status.socket)",
-                    "  Network:    \(status.network)",
-                    "  Max active: \(status.maxActive)",
-                    "  Jobs:       \(counts.isEmpty ? "none" : counts.joined(separator: ", "))",
-                ].joined(separator: "\n"))
+            Console.out(DaemonStatusText.render(status))
         }
     }
 }

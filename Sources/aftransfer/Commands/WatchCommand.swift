@@ -1,12 +1,20 @@
 import ArgumentParser
 import TransferCore
 
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
 /// `aftransfer watch [ID...]`: live progress bars on stdout until those jobs end.
 struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Show live progress until the jobs end (all unfinished jobs when no ids are given).",
-        discussion: "Exits 0 when every job completed, 1 when one failed or was cancelled.")
+        discussion: """
+            Without ids on a terminal: every unfinished job one line (id, name, state, bar, bytes, rate, ETA) \
+            and a totals line, redrawn in place and fitted to the terminal. Ctrl-C leaves the jobs running. \
+            Exits 0 when every job completed, 1 when one failed or was cancelled.
+            """)
 
     @Argument(help: "The jobs' ids.")
     var ids: [Int64] = []
@@ -32,6 +40,25 @@ struct WatchCommand: ParsableCommand {
             }
         }
         let follower = JobFollower(client: client, jobs: jobs)
+        if ids.isEmpty && Console.Stream.stdout.isTerminal {
+            // The whole queue as a screen; Ctrl-C ends only the view (the jobs are the daemon's),
+            // leaving the cursor below it.
+            signal(SIGINT) { _ in
+                var newline: UInt8 = 10
+                _ = Glibc.write(1, &newline, 1)
+                _exit(130)
+            }
+            let view = QueueView(stream: .stdout)
+            do {
+                _ = try follower.follow { view.update($0.jobs, gone: $0.gone) }
+            } catch {
+                view.abandon()
+                throw error
+            }
+            view.finish(follower.jobs, gone: follower.gone)
+            if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
+            return
+        }
         let renderer = ProgressRenderer(stream: .stdout)
         do {
             _ = try follower.follow { renderer.update($0.jobs, gone: $0.gone) }

@@ -36,6 +36,13 @@ struct TransferOptions: ParsableArguments {
     @Flag(help: "Do not verify the server's TLS certificate (shown in status).")
     var insecure = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Run this shell command when the job ends (completed, failed or cancelled): the job as JSON on stdin, "
+                + "AFTRANSFER_JOB_ID, AFTRANSFER_STATE and AFTRANSFER_DESTINATION in its environment.",
+            valueName: "cmd"))
+    var onEnd: String?
+
     @Flag(help: "Wait for the transfer to end, showing progress on stderr; exit 0 if it completed, 1 if not.")
     var wait = false
 
@@ -53,5 +60,6 @@ struct TransferOptions: ParsableArguments {
         request.pinPubkey = pinPubkey
         request.pinCert = pinCert.map(Paths.absolute)
         if insecure { request.insecure = true }
+        request.onEnd = onEnd
     }
 }

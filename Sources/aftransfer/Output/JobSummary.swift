@@ -43,6 +43,11 @@ enum JobSummary {
         if let url = job.uploadUrl {
             fields.append(("Upload URL", url + (job.resumable.map { " (\($0.rawValue))" } ?? "")))
         }
+        if let hook = job.hook {
+            let first =
+                hook.output.split(separator: "\n", omittingEmptySubsequences: true).first.map { ": \($0)" } ?? ""
+            fields.append(("On-end hook", "exit \(hook.exitStatus)\(first)"))
+        }
 
         let width = fields.map(\.0.count).max() ?? 0
         var lines = ["Job \(job.id) (\(job.kind))"]

@@ -1,0 +1,113 @@
+import Foundation
+
+/// Runs `--on-end` hooks (SPEC "Living with it"): `/bin/sh -c CMD` with the job object on stdin
+/// and `AFTRANSFER_JOB_ID`, `AFTRANSFER_STATE`, `AFTRANSFER_DESTINATION` in the environment,
+/// at most ``timeout`` seconds, off the loop (``ProcessRunner``), one at a time per job.
+///
+/// The command is never built from job data: job data reaches the hook only through stdin and the
+/// environment. Where util-linux's `setpriv` is present the shell is started through it with
+/// `--pdeathsig KILL`, so that a daemon crash also ends the hook it interrupted (which then runs
+/// again after the restart, exactly once in all). Loop-thread only.
+public final class HookRunner {
+    /// The longest a hook may run, in seconds; then its process group is killed.
+    public static let timeout = 60.0
+    /// Bytes of a hook's output kept in the job's `hook` field.
+    public static let outputLimit = 4096
+    /// The shell that runs a hook.
+    public static let shell = "/bin/sh"
+    /// util-linux's `setpriv`, to tie the hook's life to the daemon's.
+    public static let setpriv = "/usr/bin/setpriv"
+    /// Hooks run at once at most; later ones wait their turn (a queue of 100,000 cancelled jobs
+    /// must not fork 100,000 shells).
+    public static let maxConcurrent = 4
+
+    /// A hook waiting for a free slot.
+    private struct Request {
+        let id: Int64
+        let command: String
+        let input: [UInt8]
+        let environment: [String: String]
+        let completion: (HookResult, Bool) -> Void
+    }
+
+    private let loop: EventLoop
+    private var running: [Int64: ProcessRunner] = [:]
+    private var waiting: [Request] = []
+    private var waitingHead = 0
+    /// Jobs whose hook was asked for again while one ran (a new ending): run once it finished.
+    private var again: Set<Int64> = []
+    /// Time bound of each hook (replaceable for tests).
+    var timeout = HookRunner.timeout
+
+    /// Creates the runner.
+    public init(loop: EventLoop) { self.loop = loop }
+
+    /// Whether a hook of the job runs now or waits for a slot.
+    func isRunning(_ id: Int64) -> Bool {
+        running[id] != nil || waiting[waitingHead...].contains { $0.id == id }
+    }
+
+    /// Notes that the job's hook must be looked at again once the running one finished.
+    func runAgainLater(_ id: Int64) { again.insert(id) }
+
+    /// Takes back a "run again" note; true if there was one.
+    func takeAgain(_ id: Int64) -> Bool { again.remove(id) != nil }
+
+    /// Starts `command` for job `id`, or queues it while ``maxConcurrent`` hooks run.
+    /// - Parameters:
+    ///   - input: the job object as JSON (the hook's stdin).
+    ///   - environment: the variables added to the daemon's environment.
+    ///   - completion: runs on the loop thread with the result and whether the time bound ran
+    ///     out, once.
+    func run(
+        _ id: Int64, command: String, input: [UInt8], environment: [String: String],
+        completion: @escaping (HookResult, Bool) -> Void
+    ) {
+        let request = Request(id: id, command: command, input: input, environment: environment, completion: completion)
+        if running.count >= Self.maxConcurrent {
+            waiting.append(request)
+        } else {
+            start(request)
+        }
+    }
+
+    private func startWaiting() {
+        while running.count < Self.maxConcurrent, waitingHead < waiting.count {
+            let next = waiting[waitingHead]
+            waitingHead += 1
+            start(next)
+        }
+        if waitingHead == waiting.count {
+            waiting = []
+            waitingHead = 0
+        }
+    }
+
+    private func start(_ request: Request) {
+        let (id, command, input, environment, completion) = (
+            request.id, request.command, request.input, request.environment, request.completion
+        )
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        let viaSetpriv = access(Self.setpriv, X_OK) == 0
+        let executable = viaSetpriv ? Self.setpriv : Self.shell
+        let arguments =
+            viaSetpriv
+            ? ["setpriv", "--pdeathsig", "KILL", "--", Self.shell, "-c", command] : ["sh", "-c", command]
+        do {
+            let runner = try ProcessRunner(
+                loop: loop, executable: executable, arguments: arguments, environment: env, input: input,
+                outputLimit: Self.outputLimit, timeout: timeout
+            ) { [weak self] outcome in
+                self?.running[id] = nil
+                let result = HookResult(
+                    exitStatus: outcome.exitStatus, output: String(decoding: outcome.output, as: UTF8.self))
+                completion(result, outcome.timedOut)
+                self?.startWaiting()
+            }
+            running[id] = runner
+        } catch {
+            completion(HookResult(exitStatus: 127, output: "cannot start the hook: \(error)"), false)
+        }
+    }
+}

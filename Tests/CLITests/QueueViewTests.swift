@@ -1,0 +1,75 @@
+import TransferCore
+import XCTest
+
+@testable import aftransfer
+
+final class QueueViewTests: XCTestCase {
+    private let running = JobFixture.job(
+        id: 12, state: .running, destination: "/data/big.iso", bytes: 512 * 1024, total: 1024 * 1024, fraction: 0.5,
+        rate: 100 * 1024, eta: 5.2)
+
+    func testThatAJobLineShowsIdNameStateBarBytesRateAndEtaWithinTheWidth() {
+        let line = QueueView.jobLine(running, columns: 119)
+        XCTAssertTrue(line.hasPrefix("#12    big.iso              running   ["), line)
+        for part in ["=====", " 50%", "512.0 KiB/1.0 MiB", "100.0 KiB/s", "ETA 6s"] {
+            XCTAssertTrue(line.contains(part), "\(part) missing in \(line)")
+        }
+        XCTAssertLessThanOrEqual(line.count, 119)
+        XCTAssertLessThanOrEqual(QueueView.jobLine(running, columns: 40).count, 40)
+    }
+
+    func testThatAQueuedJobHasAnEmptyBarAndNoRateOrEta() {
+        let queued = JobFixture.job(id: 3, state: .queued, destination: "/data/a-very-long-file-name-indeed.tar.gz")
+        let line = QueueView.jobLine(queued, columns: 119)
+        XCTAssertTrue(line.hasPrefix("#3     a-very-long-file-na… queued    ["), line)
+        XCTAssertFalse(line.contains("ETA"))
+    }
+
+    func testThatTenThousandJobsShowWhatFitsAndSayHowManyMore() {
+        let jobs = (1...10_000).map { JobFixture.job(id: Int64($0), state: $0 <= 4 ? .running : .queued) }
+        let lines = QueueView.screen(jobs, gone: [], columns: 80, rows: 25)
+        XCTAssertEqual(lines.count, 24)
+        XCTAssertTrue(lines[0].hasPrefix("#1 "))
+        XCTAssertEqual(lines[22], "… and 9978 more")
+        XCTAssertTrue(lines[23].hasPrefix("Total: 10000 jobs (4 running, 9996 queued)"), lines[23])
+        XCTAssertTrue(lines.allSatisfy { $0.count <= 79 })
+    }
+
+    func testThatTheTotalsLineAddsBytesAndRatesOfEveryJobAndCountsEndedOnes() {
+        var other = running
+        other.id = 13
+        let done = JobFixture.job(id: 14, state: .completed, bytes: 1024 * 1024, total: 1024 * 1024, fraction: 1)
+        let line = QueueView.totalsLine([running, other, done], gone: [])
+        XCTAssertEqual(line, "Total: 3 jobs (2 running, 1 ended)  2.0 MiB/3.0 MiB  200.0 KiB/s  ETA 6s")
+        let lines = QueueView.screen([running, other, done], gone: [], columns: 120, rows: 40)
+        XCTAssertEqual(lines.count, 3, "ended jobs leave the list, not the totals")
+    }
+
+    func testThatATinyTerminalStillShowsTheTotalsLine() {
+        XCTAssertEqual(QueueView.screen([running], gone: [], columns: 80, rows: 2).count, 1)
+        XCTAssertEqual(
+            QueueView.screen([running, running], gone: [], columns: 80, rows: 3),
+            [
+                "… and 2 more", QueueView.totalsLine([running, running], gone: []),
+            ])
+    }
+
+    func testThatARedrawMovesUpOverTheLastScreenAndClearsWhatIsLeft() {
+        var out: [String] = []
+        var time = 0.0
+        let view = QueueView(terminalSize: { (80, 25) }, write: { out.append($0) }, clock: { time })
+        var other = running
+        other.id = 13
+        view.update([running, other])
+        time += 1
+        view.update([running])
+        XCTAssertEqual(out.count, 2)
+        XCTAssertFalse(out[0].contains("\u{1B}[2A"))
+        XCTAssertTrue(out[1].hasPrefix("\r\u{1B}[2A"), out[1])
+        XCTAssertTrue(out[1].hasSuffix("\u{1B}[K\u{1B}[J"))
+        view.update([running])
+        XCTAssertEqual(out.count, 2, "at most a few redraws a second")
+        view.finish([running])
+        XCTAssertEqual(out.last, "\n")
+    }
+}

@@ -1,0 +1,153 @@
+"""`--on-end` hooks (issue 10, SPEC "Living with it"): `/bin/sh -c CMD` once per ending, the job
+object on stdin, AFTRANSFER_* in the environment, never job data in the command line, exactly
+once across `kill -9`, and a failing hook never changes the job."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+from conftest import wait_until
+
+
+def hook_done(daemon, id, timeout=15):
+    """Waits until the job's `hook` field is set; returns the job."""
+    box = {}
+
+    def done():
+        box["job"] = daemon.job(id)
+        return box["job"]["hook"] is not None
+
+    wait_until(done, timeout, f"job {id}'s hook to finish")
+    return box["job"]
+
+
+def test_that_an_on_end_hook_gets_the_job_object_on_stdin_and_the_environment(daemon, faultserver, key):
+    out = daemon.root / "hook"
+    cmd = f'cat > {out}.json; env | grep ^AFTRANSFER_ | sort > {out}.env; echo "hello from the hook"'
+    dest = daemon.work / "f.bin"
+    id = daemon.download(faultserver.url(key=key, size=5000), "-o", str(dest), "--on-end", cmd)
+    job = hook_done(daemon, id)
+    assert job["state"] == "completed"
+    assert job["hook"] == {"exitStatus": 0, "output": "hello from the hook\n"}
+    stdin_job = json.loads((out.parent / "hook.json").read_text())
+    assert stdin_job["id"] == id and stdin_job["state"] == "completed"
+    assert stdin_job["destination"] == str(dest) and stdin_job["bytes"] == 5000
+    env = (out.parent / "hook.env").read_text().splitlines()
+    assert env == [f"AFTRANSFER_DESTINATION={dest}", f"AFTRANSFER_JOB_ID={id}", "AFTRANSFER_STATE=completed"]
+    assert "on-end hook exited 0" in daemon.log_text()
+
+
+def test_that_failed_and_cancelled_jobs_run_their_hooks_and_the_daemons_hook_runs_after_the_jobs(
+        daemon_factory, faultserver, key):
+    log = None
+    d = daemon_factory(start=False)
+    log = d.root / "order.log"
+    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
+    d.start()
+    job_hook = f'echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}'
+    failed = d.download(faultserver.url(key=key, status=404), "-o", str(d.work / "a"), "--on-end", job_hook)
+    paused = d.download(faultserver.url(key=key, size=100_000, slow=1000), "-o", str(d.work / "b"),
+                        "--on-end", job_hook)
+    d.wait_state(failed, "failed")
+    d.wait_state(paused, "running")
+    d.cli("cancel", str(paused), check=True)
+    wait_until(lambda: log.exists() and len(log.read_text().splitlines()) == 4, 15, "four hook lines")
+    lines = log.read_text().splitlines()
+    assert lines.index(f"job {failed} failed") + 1 == lines.index(f"daemon {failed} failed")
+    assert lines.index(f"job {paused} cancelled") + 1 == lines.index(f"daemon {paused} cancelled")
+    # The job's own hook is the one its `hook` field shows.
+    assert hook_done(d, failed)["hook"]["exitStatus"] == 0
+    # A job without its own hook shows the daemon's.
+    plain = d.download(faultserver.url(key=key, size=10), "-o", str(d.work / "c"))
+    job = hook_done(d, plain)
+    assert job["hook"] == {"exitStatus": 0, "output": ""}
+    time.sleep(0.5)
+    assert len(log.read_text().splitlines()) == 5
+
+
+def test_that_a_url_and_a_file_name_full_of_shell_metacharacters_run_nothing(daemon, faultserver, key):
+    pwned = daemon.root / "pwned"
+    evil = f"$(touch${{IFS}}{pwned}1);touch${{IFS}}{pwned}2;`touch${{IFS}}{pwned}3`|&'\"*"
+    url = faultserver.url("/f", key=key, size=100) + "&x=" + evil
+    dest = daemon.work / "name;touch pwned4;$(touch pwned5)`touch pwned6`"
+    cwd = Path.cwd()
+    out = daemon.root / "seen.json"
+    id = daemon.download(url, "-o", str(dest), "--on-end", f'cat > {out}; echo "$AFTRANSFER_DESTINATION"')
+    job = hook_done(daemon, id)
+    assert job["state"] == "completed", job
+    assert job["hook"]["output"] == str(dest) + "\n"
+    assert json.loads(out.read_text())["url"].endswith(evil)
+    assert not list(daemon.root.rglob("pwned*")) and not list(cwd.glob("pwned*"))
+
+
+def test_that_kill_9_right_after_a_job_ends_still_runs_its_hook_exactly_once(daemon, faultserver, key):
+    log = daemon.root / "ran.log"
+    cmd = f'sleep 1; echo "$AFTRANSFER_JOB_ID" >> {log}'
+    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "k"), "--on-end", cmd)
+    daemon.wait_state(id, "completed", interval=0.02)
+    daemon.kill9()
+    # The hook the crash interrupted did not get to its side effect.
+    time.sleep(1.5)
+    assert not log.exists(), log.read_text()
+    daemon.start()
+    job = hook_done(daemon, id)
+    assert job["hook"]["exitStatus"] == 0
+    assert log.read_text().splitlines() == [str(id)]
+    # A finished hook never runs again, after a restart either.
+    daemon.restart()
+    time.sleep(1.5)
+    assert log.read_text().splitlines() == [str(id)]
+    assert daemon.job(id)["state"] == "completed"
+
+
+def test_that_a_failing_hook_leaves_the_job_completed(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(key=key, size=300), "-o", str(daemon.work / "z"),
+                         "--on-end", "echo broken >&2; exit 3")
+    job = hook_done(daemon, id)
+    assert job["state"] == "completed"
+    assert job["hook"] == {"exitStatus": 3, "output": "broken\n"}
+    assert daemon.cli("wait", str(id)).rc == 0
+
+
+def test_that_an_empty_on_end_is_refused(daemon, faultserver, key):
+    r = daemon.cli("download", faultserver.url(key=key), "-o", str(daemon.work / "e"), "--on-end", " ")
+    assert r.rc == 2, r
+
+
+def test_that_many_endings_at_once_run_every_hook_once_and_never_more_than_four_at_a_time(
+        daemon_factory, faultserver, key):
+    d = daemon_factory(start=False)
+    log = d.root / "overlap.log"
+    d.args = ["--on-end", f'echo "+ $AFTRANSFER_JOB_ID" >> {log}; sleep 0.4; echo "- $AFTRANSFER_JOB_ID" >> {log}']
+    d.start()
+    ids = [d.download(faultserver.url(key=key, size=10), "-o", str(d.work / f"m{i}")) for i in range(10)]
+    wait_until(lambda: log.exists() and log.read_text().count("-") == 10, 30, "ten hooks to finish")
+    running, most = 0, 0
+    for line in log.read_text().splitlines():
+        running += 1 if line.startswith("+") else -1
+        most = max(most, running)
+    assert most <= 4, log.read_text()
+    assert sorted(int(l[2:]) for l in log.read_text().splitlines() if l.startswith("+")) == ids
+
+
+def test_that_a_slow_hook_never_holds_up_transfers_and_only_4_KiB_of_output_is_kept(daemon, faultserver, key):
+    first = daemon.download(faultserver.url(key=key, size=100), "-o", str(daemon.work / "first"),
+                            "--on-end", "head -c 10000 /dev/zero | tr '\\0' a; sleep 4")
+    daemon.wait_state(first, "completed")
+    t0 = time.monotonic()
+    second = daemon.download(faultserver.url(key=key, size=500_000), "-o", str(daemon.work / "second"))
+    daemon.wait_state(second, "completed")
+    assert time.monotonic() - t0 < 3, "a transfer waited for another job's hook"
+    assert daemon.job(first)["hook"] is None, "the hook still runs"
+    job = hook_done(daemon, first)
+    assert job["hook"]["exitStatus"] == 0 and job["hook"]["output"] == "a" * 4096
+
+
+def test_that_an_upload_runs_its_hook_with_the_source_as_destination(daemon, faultserver, key):
+    src = daemon.work / "up.bin"
+    src.write_bytes(b"u" * 1000)
+    id = daemon.upload(str(src), faultserver.url("/upload", key=key), "--on-end",
+                       'printf "%s %s" "$AFTRANSFER_STATE" "$AFTRANSFER_DESTINATION"; cat >/dev/null')
+    job = hook_done(daemon, id)
+    assert job["state"] == "completed" and job["hook"]["output"] == f"completed {src}"

@@ -1,0 +1,70 @@
+"""`watch` with no ids (issue 10): on a terminal, the whole queue redrawn in place with a totals line;
+Ctrl-C leaves the jobs running; plain lines when not a terminal."""
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+
+from conftest import spawn, stop_process
+
+
+def read_for(fd, seconds):
+    out = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out.decode(errors="replace")
+
+
+def test_that_watch_on_a_terminal_shows_every_unfinished_job_and_a_totals_line_and_ctrl_c_leaves_them_running(
+        daemon, faultserver, key):
+    ids = [daemon.download(faultserver.url(f"/file{i}.bin", key=key, size=2_000_000, slow=100_000), "-o",
+                           str(daemon.work / f"file{i}.bin")) for i in range(3)]
+    for id in ids:
+        daemon.wait_state(id, "running")
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 12, 100, 0, 0))
+    proc = spawn([daemon.cli_exe, "watch", "--home", str(daemon.home), "--no-autostart"], "aftransfer watch",
+                 stdin=slave, stdout=slave, stderr=slave, env={**daemon.env, "TERM": "xterm"}, start_new_session=True)
+    os.close(slave)
+    try:
+        screen = read_for(master, 2.5)
+        for id, i in zip(ids, range(3)):
+            assert f"#{id} " in screen and f"file{i}.bin" in screen, screen
+        assert "running" in screen and "[" in screen and "ETA" in screen and "/s" in screen, screen
+        assert "Total: 3 jobs (3 running)" in screen, screen
+        assert "\x1b[" in screen, "redrawn in place with cursor moves"
+        plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", screen)
+        assert all(len(line) < 100 for line in plain.replace("\r", "\n").split("\n")), plain
+        os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+        assert proc.wait(timeout=10) == 130
+        assert read_for(master, 0.3).endswith("\n"), "the cursor is left below the view"
+    finally:
+        stop_process(proc)
+        os.close(master)
+    for id in ids:
+        assert daemon.job(id)["state"] == "running"
+
+
+def test_that_watch_with_no_ids_prints_plain_lines_when_not_a_terminal(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(key=key, size=200_000, slow=200_000), "-o", str(daemon.work / "p.bin"))
+    r = subprocess.run([daemon.cli_exe, "watch", "--home", str(daemon.home), "--no-autostart"], capture_output=True,
+                       text=True, timeout=30, env=daemon.env)
+    assert r.returncode == 0, r
+    assert "\x1b[" not in r.stdout and "\r" not in r.stdout
+    assert f"{id} completed" in r.stdout, r.stdout
