@@ -68,6 +68,22 @@ public final class Engine: AttemptHost {
     public private(set) var isReachable = true
     /// Jitter source in -1...1 (replaceable for tests).
     var jitter: () -> Double = { Double.random(in: -1...1) }
+    /// Wall clock for timestamps, monotonic clock for retry deadlines (replaceable for tests).
+    var clock = EngineClock.system
+    /// Jobs waiting for free space (`waitReason` `"disk"`).
+    private(set) lazy var diskWatcher = DiskSpaceWatcher(
+        loop: loop,
+        stillWaiting: { [unowned self] id in
+            guard let f = self.scheduler.facts[id] else { return false }
+            return f.state == .waiting && f.waitReason == .disk
+        },
+        onFree: { [unowned self] id in
+            Log.info("disk space is free again: starting", job: id)
+            self.dispatch(id, .diskSpaceChanged)
+            self.schedule()
+        })
+    /// What a job that just ran out of space waits for (set when its attempt ends).
+    private var diskNeeds: [Int64: DiskSpaceWatcher.Need] = [:]
 
     /// Creates the engine; call ``recover()`` then ``start()``.
     public init(loop: EventLoop, store: JobStore, config: EngineConfig) throws {
@@ -152,8 +168,10 @@ public final class Engine: AttemptHost {
             switch f.waitReason {
             case .offline?:
                 if isReachable { dispatch(id, .networkReturned) }
+            case .disk?:
+                if let r = record(id) { diskWatcher.watch(id, diskNeed(r, bytes: r.durableBytes, total: r.total)) }
             default:
-                scheduler.arm(id, at: f.nextRetryAt ?? Timestamp.now())
+                scheduler.arm(id, at: clock.monotonicDeadline(wallAt: f.nextRetryAt ?? clock.wall()))
             }
         }
         rearmRetryTimer()
@@ -166,6 +184,7 @@ public final class Engine: AttemptHost {
         shuttingDown = true
         tick.close()
         retryTimer.close()
+        diskWatcher.close()
         for (id, task) in tasks.sorted(by: { $0.key < $1.key }) {
             task.halt()
             task.checkpointNow()
@@ -235,7 +254,7 @@ public final class Engine: AttemptHost {
     {
         guard let facts = scheduler.facts[id] ?? loaded else { return nil }
         let ctx = MachineContext(
-            now: Timestamp.now(), isReachable: isReachable, jitter: jitter(),
+            now: clock.wall(), isReachable: isReachable, jitter: jitter(),
             attemptFinishing: tasks[id]?.phase == .finishing)
         let result = JobMachine.transition(event, facts, ctx)
         guard case .success(let t) = result else { return result }
@@ -246,9 +265,16 @@ public final class Engine: AttemptHost {
             case .startAttempt: startAttempt(id)
             case .stopAttempt(let reason): stopAttempt(id, reason)
             case .armRetryTimer(let at):
-                scheduler.arm(id, at: at)
+                // The deadline runs on the monotonic clock: a wall-clock jump moves nothing.
+                scheduler.arm(id, at: clock.monotonicDeadline(wallAt: at))
                 rearmRetryTimer()
             case .cancelRetryTimer: scheduler.disarm(id)
+            case .watchDiskSpace:
+                if let need = diskNeeds.removeValue(forKey: id) {
+                    diskWatcher.watch(id, need)
+                } else if let r = record(id) {
+                    diskWatcher.watch(id, diskNeed(r, bytes: lastBytes[id] ?? r.durableBytes, total: r.total))
+                }
             case .deletePart: deletePart(id)
             case .deleteFile: deleteFile(id)
             case .deleteRow:
@@ -320,8 +346,14 @@ public final class Engine: AttemptHost {
             closeHistory(task, error: nil)
             dispatch(id, .attemptEnded(.completed(sha256: digest, bytes: task.bytes)))
             Log.info("completed: \(task.bytes) bytes, sha256 \(digest)", job: id)
-        case .failed(let err, let retryAfter):
+        case .failed(var err, let retryAfter):
             if task is DownloadTask, err.code != .checksum { lastBytes[id] = task.bytes }
+            if err.code == .diskFull {
+                // `status` says what the job waits for (SPEC "Disk full").
+                let need = diskNeed(task.record, bytes: task.bytes, total: task.total ?? task.record.total)
+                diskNeeds[id] = need
+                err.message = "waiting for \(need.text) free on \(need.path): \(err.message)"
+            }
             closeHistory(task, error: err)
             dispatch(id, .attemptEnded(.failed(err, retryAfter: retryAfter)))
             Log.info("attempt ended: \(err.code.rawValue): \(err.message)", job: id)
@@ -345,10 +377,10 @@ public final class Engine: AttemptHost {
             retryTimer.stop()
             return
         }
-        let wait = (next - Timestamp.now()) * 1000
+        let wait = (next - clock.monotonic()) * 1000
         let ms = wait.isFinite ? UInt64(min(max(0, wait), 1e12)) : 0
         retryTimer.start(after: ms) { [unowned self] in
-            for id in self.scheduler.takeDue(now: Timestamp.now()) { self.dispatch(id, .retryDue) }
+            for id in self.scheduler.takeDue(now: self.clock.monotonic()) { self.dispatch(id, .retryDue) }
             self.rearmRetryTimer()
             self.schedule()
         }
@@ -375,6 +407,19 @@ public final class Engine: AttemptHost {
                 if let d = t as? DownloadTask, d.bytes != d.checkpointRequestedAt { d.checkpoint() }
             }
         }
+    }
+
+    // MARK: - Disk full
+
+    /// What a job that ran out of space waits for: the rest of its known size on the file
+    /// system of its part (or of an upload's response file), else more than 1 MiB.
+    private func diskNeed(_ r: JobRecord, bytes: Int64, total: Int64?) -> DiskSpaceWatcher.Need {
+        let file = r.kind == .download ? r.destination.map(Destination.partPath) : r.request.response
+        let dir = file.map { ($0 as NSString).deletingLastPathComponent } ?? r.request.directory ?? "/"
+        if r.kind == .download, let total, total > bytes {
+            return DiskSpaceWatcher.Need(path: dir, bytes: total - bytes, sizeKnown: true)
+        }
+        return DiskSpaceWatcher.Need(path: dir, bytes: DiskSpaceWatcher.unknownSizeNeed, sizeKnown: false)
     }
 
     // MARK: - Files
@@ -590,6 +635,7 @@ public final class Engine: AttemptHost {
     private func snapshot(_ id: Int64) -> JobSnapshot? {
         guard let r = record(id) else { return nil }
         var listing = JobListing(r)
+        listing.nextRetryAt = nextRetryAt(id, stored: listing.nextRetryAt)
         if let t = tasks[id] {
             listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
             return JobSnapshot(listing, live: r.state == .running ? live(t) : nil, lastBytes: lastBytes[id])
@@ -610,8 +656,17 @@ public final class Engine: AttemptHost {
                 listing.history = l.history
                 return JobSnapshot(listing, live: t.record.state == .running ? live(t) : nil)
             }
+            var l = l
+            l.nextRetryAt = nextRetryAt(l.id, stored: l.nextRetryAt)
             return JobSnapshot(l, live: nil, lastBytes: lastBytes[l.id])
         }
+    }
+
+    /// A waiting job's `nextRetryAt`: wall now plus what its monotonic deadline has left (the
+    /// stored time would be off by any jump of the wall clock since it was armed).
+    private func nextRetryAt(_ id: Int64, stored: Double?) -> Double? {
+        guard stored != nil, let deadline = scheduler.deadline(of: id) else { return stored }
+        return clock.wallTime(ofMonotonic: deadline)
     }
 
     /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.

@@ -100,7 +100,9 @@ public enum FileErrors {
     public static func error(_ e: Int32, _ what: String) -> TransferError {
         let text = String(cString: strerror(e))
         switch e {
-        case ENOSPC, EDQUOT: return TransferError(.diskFull, "\(what): \(text)", retryable: false)
+        case ENOSPC, EDQUOT:
+            // SPEC "Disk full": the job waits for space (JobMachine), spending no retry.
+            return TransferError(.diskFull, "\(what): \(text)", retryable: true)
         case ENOENT, ENOTDIR: return TransferError(.destinationMissingDir, "\(what): \(text)", retryable: false)
         default: return TransferError(.io, "\(what): \(text)", retryable: false)
         }
