@@ -18,6 +18,14 @@ public struct EngineConfig: Sendable {
     public static let defaultCheckpointInterval = Checkpointer.defaultInterval
     /// libuv's pool threads: completions fdatasync, hash and fsync directories there in parallel.
     public static let poolThreads = 16
+    /// The default of ``homeReserve``.
+    public static let defaultHomeReserve: Int64 = 1 << 20
+    /// How often a failing group commit is tried again (seconds), instead of on every loop pass.
+    public static let commitRetryInterval = 0.5
+
+    /// Requests that would add or change a job are refused while less than this many bytes are
+    /// free on the file system of the job database (SPEC "Disk full": the home is full).
+    public var homeReserve = EngineConfig.defaultHomeReserve
 
     public var maxActive = EngineConfig.defaultMaxActive
     public var stallTimeout = EngineConfig.defaultStallTimeout
@@ -82,8 +90,18 @@ public final class Engine: AttemptHost {
             self.dispatch(id, .diskSpaceChanged)
             self.schedule()
         })
+    /// Rows a control command deleted before acting: their files are still to be deleted.
+    private var vanishing: [Int64: JobRecord] = [:]
     /// What a job that just ran out of space waits for (set when its attempt ends).
     private var diskNeeds: [Int64: DiskSpaceWatcher.Need] = [:]
+    /// Since when (monotonic s) group commits fail; nil while the store writes.
+    private var commitFailingSince: Double?
+    /// When (monotonic s) the end of a pass may try a failing commit again.
+    private var nextCommitTry = 0.0
+    /// Space set aside in the home, given up when the disk fills so bookkeeping can go on.
+    private lazy var reserve = SpaceReserve(
+        path: ((store.path as NSString).deletingLastPathComponent as NSString)
+            .appendingPathComponent("aftransferd.reserve"))
 
     /// Creates the engine; call ``recover()`` then ``start()``.
     public init(loop: EventLoop, store: JobStore, config: EngineConfig) throws {
@@ -110,6 +128,7 @@ public final class Engine: AttemptHost {
     /// the in-memory queue.
     public func recover() throws {
         let now = Timestamp.now()
+        if !reserve.acquire() { Log.info("no room for the reserve \(reserve.path) yet") }
         var counts = try store.counts()
         for s in TransferState.allCases where Scheduler.tracks(s) { counts[s] = 0 }
         scheduler = Scheduler(untrackedCounts: counts)
@@ -152,10 +171,16 @@ public final class Engine: AttemptHost {
             }
             recovered.append(facts)
         }
-        try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
         for f in recovered { scheduler.add(f) }
-        try store.commit(batch, now: now)
-        batch = WriteBatch()
+        do {
+            try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
+            try store.commit(batch, now: now)
+            batch = WriteBatch()
+        } catch  where JobStore.isDiskFull(error) {
+            // The home is full: start all the same; the changes stay pending until it is not.
+            Log.info("cannot write the job database \(store.path): its disk is full; retrying")
+            commitFailingSince = clock.monotonic()
+        }
     }
 
     /// Starts the periodic tick, the end-of-pass commit and the scheduler; arms the timers of
@@ -216,9 +241,63 @@ public final class Engine: AttemptHost {
         for (method, job) in ready { onEvent?(method, job) }
     }
 
-    /// ``commit()`` at the end of a loop pass, logging a failure (the changes stay pending).
+    /// ``commit()`` at the end of a loop pass. A failure (the home's disk full) keeps the changes
+    /// pending, is logged once, and is tried again every ``EngineConfig/commitRetryInterval``,
+    /// not on every pass; transfers go on meanwhile.
     func commitOrLog() {
-        do { try commit() } catch { Log.info("cannot write the job database: \(error)") }
+        let now = clock.monotonic()
+        if commitFailingSince != nil && now < nextCommitTry { return }
+        do {
+            do {
+                try commit()
+            } catch  where JobStore.isDiskFull(error) && reserve.release() {
+                Log.info("the disk of the job database is full: using the reserve \(reserve.path)")
+                try commit()
+            }
+            if let since = commitFailingSince {
+                Log.info("the job database is written again (after \(Int(now - since)) s)")
+                commitFailingSince = nil
+            }
+        } catch {
+            if commitFailingSince == nil {
+                Log.info("cannot write the job database \(store.path): \(error); changes kept, retrying")
+                commitFailingSince = now
+            }
+            nextCommitTry = now + EngineConfig.commitRetryInterval
+        }
+    }
+
+    /// Before a request adds or changes jobs: refuses it while the home's disk is (nearly) full,
+    /// and commits what is pending, so that the request's own write starts from a clean slate.
+    /// - Throws: `disk_full` naming the disk; nothing is changed then.
+    private func ensureStoreWritable() throws {
+        let dir = (store.path as NSString).deletingLastPathComponent
+        if !reserve.isHeld {
+            // Spent on a full disk: new work waits until the reserve is back and room is left.
+            let free = DiskSpace.available(at: dir) ?? 0
+            guard free >= reserve.size + config.homeReserve, reserve.acquire() else { throw homeFull(free: free) }
+            Log.info("the disk of the job database has room again: reserve \(reserve.path) restored")
+        }
+        if let free = DiskSpace.available(at: dir), free < config.homeReserve {
+            throw homeFull(free: free)
+        }
+        do { try commit() } catch { throw storeFailure(error) }
+    }
+
+    /// The refusal of a request while the job database cannot be written for want of space.
+    private func homeFull(free: Int64?) -> TransferError {
+        let dir = (store.path as NSString).deletingLastPathComponent
+        let left = free.map { " (\(DiskSpace.describe($0)) free)" } ?? ""
+        return TransferError(
+            .diskFull,
+            "the disk holding the job database \(dir) is full\(left): nothing was added or changed; "
+                + "free some space and try again",
+            retryable: true)
+    }
+
+    /// A store error as a request's error: `disk_full` for a full disk, else as it is.
+    private func storeFailure(_ error: Error) -> Error {
+        JobStore.isDiskFull(error) ? homeFull(free: nil) : error
     }
 
     /// Runs `body` once the changes made so far are committed.
@@ -253,11 +332,22 @@ public final class Engine: AttemptHost {
     private func dispatch(_ id: Int64, _ event: JobEvent, loaded: JobFacts? = nil) -> Result<JobTransition, JobRefusal>?
     {
         guard let facts = scheduler.facts[id] ?? loaded else { return nil }
+        let result = decide(id, event, facts)
+        guard case .success(let t) = result else { return result }
+        perform(id, t, facts: facts)
+        return result
+    }
+
+    /// What ``JobMachine`` makes of `event` for a job with `facts`, now. No change is made.
+    private func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
         let ctx = MachineContext(
             now: clock.wall(), isReachable: isReachable, jitter: jitter(),
             attemptFinishing: tasks[id]?.phase == .finishing)
-        let result = JobMachine.transition(event, facts, ctx)
-        guard case .success(let t) = result else { return result }
+        return JobMachine.transition(event, facts, ctx)
+    }
+
+    /// Writes a decided transition (pending batch and memory) and performs its actions.
+    private func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts) {
         write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
         var runScheduler = false
         for action in t.actions {
@@ -287,7 +377,6 @@ public final class Engine: AttemptHost {
             }
         }
         if runScheduler { schedule() }
-        return result
     }
 
     private func notify(_ id: Int64) {
@@ -545,8 +634,12 @@ public final class Engine: AttemptHost {
                 throw BatchRefusal(index: i, error: e)
             }
         }
-        try commit()
-        try store.insert(&records)  // ids set in place: one copy of the rows in memory
+        try ensureStoreWritable()
+        do {
+            try store.insert(&records)  // ids set in place: one copy of the rows in memory
+        } catch {
+            throw storeFailure(error)  // one transaction: nothing was inserted
+        }
         let inserted = records
         records = []
         let listen = onEvent != nil && wantsEvents()
@@ -575,38 +668,80 @@ public final class Engine: AttemptHost {
     // MARK: - Control
 
     /// Applies a control command to each id; returns the jobs acted on and the refusals.
-    public func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) -> ControlResult {
+    ///
+    /// Every transition is decided first and its row changes are written in one transaction;
+    /// only then does anything change in memory or on disk (attempts stopped, parts deleted). So
+    /// a store that cannot write (the home's disk full) refuses the whole command and leaves
+    /// the jobs as they were, in memory as in the database.
+    /// - Throws: `disk_full` when the job database cannot be written; nothing changed then.
+    public func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) throws -> ControlResult {
+        try ensureStoreWritable()
+        let event: JobEvent
+        switch action {
+        case .pause: event = .pause
+        case .resume: event = .resume
+        case .cancel: event = .cancel
+        case .retry: event = .retry
+        case .remove: event = .remove(deleteFiles: deleteFiles)
+        }
+        enum Decision {
+            case act(JobTransition, JobFacts, before: JobSnapshot?)
+            case refuse(ControlRefusal)
+        }
+        var decisions: [(Int64, Decision)] = []
+        var probe = WriteBatch()
+        // The facts as this command leaves them, so that an id given twice is decided on the
+        // first one's outcome (nil: removed by this command).
+        var seen: [Int64: JobFacts?] = [:]
+        for id in ids {
+            let current: JobFacts?
+            if let known = seen[id] {
+                current = known
+            } else if let f = scheduler.facts[id] {
+                current = f
+            } else {
+                current = record(id).map(JobFacts.init)
+            }
+            guard let facts = current else {
+                decisions.append((id, .refuse(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))))
+                continue
+            }
+            switch decide(id, event, facts) {
+            case .success(let t):
+                let before = action == .remove ? snapshot(id) : nil
+                decisions.append((id, .act(t, facts, before: before)))
+                probe.patch(id, t.patch)
+                if t.actions.contains(.deleteRow) {
+                    probe.delete(id)
+                    seen[id] = .some(nil)
+                    vanishing[id] = record(id)
+                } else {
+                    var after = facts
+                    after.apply(t.patch)
+                    seen[id] = after
+                }
+            case .failure(let refusal):
+                decisions.append(
+                    (id, .refuse(ControlRefusal(id: id, state: refusal.state, message: refusal.message))))
+            }
+        }
+        defer { vanishing = [:] }
+        if !probe.isEmpty {
+            do { try store.commit(probe, now: clock.wall()) } catch { throw storeFailure(error) }
+        }
         var done: [JobSnapshot] = []
         var refused: [ControlRefusal] = []
-        for id in ids {
-            var loaded: JobFacts?
-            if scheduler.facts[id] == nil {
-                guard let r = record(id) else {
-                    refused.append(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))
-                    continue
-                }
-                loaded = JobFacts(r)
-            }
-            let before = action == .remove ? snapshot(id) : nil
-            let event: JobEvent
-            switch action {
-            case .pause: event = .pause
-            case .resume: event = .resume
-            case .cancel: event = .cancel
-            case .retry: event = .retry
-            case .remove: event = .remove(deleteFiles: deleteFiles)
-            }
-            switch dispatch(id, event, loaded: loaded) {
-            case .success?:
+        for (id, decision) in decisions {
+            switch decision {
+            case .refuse(let r):
+                refused.append(r)
+            case .act(let t, let facts, let before):
+                perform(id, t, facts: facts)
                 if action == .remove {
                     if let before { done.append(before) }
                 } else if let job = snapshot(id) {
                     done.append(job)
                 }
-            case .failure(let refusal)?:
-                refused.append(ControlRefusal(id: id, state: refusal.state, message: refusal.message))
-            case nil:
-                refused.append(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))
             }
         }
         schedule()
@@ -619,6 +754,7 @@ public final class Engine: AttemptHost {
     /// pass's uncommitted changes on top.
     private func record(_ id: Int64) -> JobRecord? {
         if let t = tasks[id] { return t.record }
+        if let r = vanishing[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
         if let p = batch.patches[id] { r.apply(p) }
         let pending = batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }

@@ -16,7 +16,9 @@ public protocol JobService: AnyObject {
     /// Up to `limit` jobs with id > `after` (nil: from the start), in id order, optionally in one state.
     func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot]
     /// Applies a control action to each id (SPEC "Control commands").
-    func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) -> ControlResult
+    /// - Throws: `TransferError` `disk_full` when the job database cannot be written (nothing
+    ///   changed then).
+    func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) throws -> ControlResult
     /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
     func curlCommand(_ id: Int64) -> String?
     /// Number of jobs in each state (every state present).

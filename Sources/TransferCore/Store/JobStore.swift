@@ -7,6 +7,8 @@ import GRDB
 /// Loop-thread only (GRDB's queue makes each call synchronous on the caller's thread).
 public final class JobStore {
     private let db: DatabaseQueue
+    /// The database file's path.
+    public let path: String
     private let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
@@ -20,6 +22,7 @@ public final class JobStore {
     /// - Throws: ``StoreOpenError``, or GRDB's error.
     public init(path: String) throws {
         try Self.inspect(path: path)
+        self.path = path
         var config = Configuration()
         config.label = "aftransfer.store"
         config.busyMode = .timeout(5)
@@ -85,6 +88,12 @@ public final class JobStore {
                 }
             }
         }
+    }
+
+    /// Whether a store error means the database's file system is full (`SQLITE_FULL`).
+    public static func isDiskFull(_ error: Error) -> Bool {
+        guard let e = error as? DatabaseError else { return false }
+        return e.resultCode == .SQLITE_FULL
     }
 
     // MARK: - Writing
