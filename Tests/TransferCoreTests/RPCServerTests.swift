@@ -151,3 +151,15 @@ final class RPCServerTests: XCTestCase {
         try shutdown(path, finished)
     }
 }
+
+/// ``JSONValue/nestsDeeper(_:than:)``: the guard that refuses deeply nested messages unparsed.
+final class JSONNestingTests: XCTestCase {
+    func testThatNestingIsCountedOutsideStringsOnly() {
+        let deep = Array(("[" + String(repeating: "[", count: 64) + String(repeating: "]", count: 65)).utf8)
+        XCTAssertTrue(JSONValue.nestsDeeper(deep))
+        let limit = Array((String(repeating: "{\"a\":", count: 64) + "1" + String(repeating: "}", count: 64)).utf8)
+        XCTAssertFalse(JSONValue.nestsDeeper(limit))
+        let quoted = Array(("{\"a\":\"" + String(repeating: "[", count: 500) + "\\\"[[[\"}").utf8)
+        XCTAssertFalse(JSONValue.nestsDeeper(quoted), "brackets in strings (escaped quotes too) do not count")
+    }
+}

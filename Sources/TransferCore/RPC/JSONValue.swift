@@ -63,6 +63,41 @@ public enum JSONValue: Codable, Sendable, Equatable {
         return try JSONDecoder().decode(T.self, from: data)
     }
 
+    /// The deepest nesting of arrays and objects a message may have. The daemon's messages nest a
+    /// few levels; a deeper one is refused before it is parsed (each level costs the decoder a
+    /// coding path: a message nested 500 deep took milliseconds, a flood of them the daemon's
+    /// whole loop).
+    public static let maxDepth = 64
+
+    /// Whether `bytes` (one JSON text) nests arrays and objects deeper than `limit`: one pass over
+    /// the bytes, brackets inside strings ignored.
+    public static func nestsDeeper(_ bytes: [UInt8], than limit: Int = maxDepth) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for b in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if b == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if b == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch b {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return false
+    }
+
     /// The member `key` of an object, or nil.
     public subscript(key: String) -> JSONValue? {
         if case .object(let o) = self { return o[key] }

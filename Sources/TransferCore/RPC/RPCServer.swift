@@ -8,12 +8,16 @@ import Foundation
 public final class RPCServer {
     /// How often idle batches are looked for (``BatchAssembler/timeout``).
     static let batchCheckInterval: UInt64 = 1000
+    /// How long after the last client left the heap is trimmed (ms).
+    static let trimDelay: UInt64 = 500
 
     private let router: RPCRouter
     private var listener: PipeListener?
     private var connections: [ObjectIdentifier: RPCConnection] = [:]
     private var nextConnection = 1
     private let batchTimer: LoopTimer
+    /// Trims the heap once the last client is gone (``HeapTrimmer``).
+    private let trimTimer: LoopTimer
     private var closed = false
 
     /// A request answered but not sent yet: it waits for the group commit.
@@ -30,6 +34,7 @@ public final class RPCServer {
     public init(loop: EventLoop, path: String, router: RPCRouter) throws {
         self.router = router
         batchTimer = LoopTimer(loop: loop)
+        trimTimer = LoopTimer(loop: loop)
         listener = try PipeListener(loop: loop, path: path) { [unowned self] pipe in self.accepted(pipe) }
         batchTimer.start(after: Self.batchCheckInterval, repeating: Self.batchCheckInterval) { [unowned self] in
             self.router.expireBatches()
@@ -47,6 +52,13 @@ public final class RPCServer {
     func forget(_ conn: RPCConnection) {
         connections[ObjectIdentifier(conn)] = nil
         router.connectionClosed(conn)
+        if connections.isEmpty && !closed {
+            // After a burst of clients, give the memory their buffers used back to the system.
+            trimTimer.start(after: Self.trimDelay) { [unowned self] in
+                if self.connections.isEmpty { HeapTrimmer.trim() }
+            }
+            trimTimer.unref()
+        }
     }
 
     // MARK: - Requests
@@ -59,6 +71,13 @@ public final class RPCServer {
     /// Parses one line and has the router answer it; the answer waits for ``endOfInput()``.
     func handleLine(_ line: [UInt8], from conn: RPCConnection) {
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+        if JSONValue.nestsDeeper(line) {
+            return reject(
+                conn,
+                RPCError(
+                    code: RPCErrorCode.parseError,
+                    message: "parse error: nested deeper than \(JSONValue.maxDepth) levels"))
+        }
         let value: JSONValue
         do {
             value = try JSONDecoder().decode(JSONValue.self, from: Data(line))
@@ -170,6 +189,7 @@ public final class RPCServer {
         guard !closed else { return }
         closed = true
         batchTimer.close()
+        trimTimer.close()
         listener?.close()
         listener = nil
         for c in Array(connections.values) { c.close() }
