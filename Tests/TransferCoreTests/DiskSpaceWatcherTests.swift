@@ -78,4 +78,19 @@ final class DiskSpaceWatcherTests: XCTestCase {
         XCTAssertEqual(DiskSpace.describe(3 << 20), "3.0 MiB")
         XCTAssertEqual(DiskSpace.describe(512), "512 bytes")
     }
+
+    func testThatAJobHeldBackIsNotStartedBeforeItsTime() throws {
+        let loop = try EventLoop()
+        var clock = 100.0
+        var started: [Int64] = []
+        let w = watcher(loop: loop, free: { _ in 1 << 30 }) { started.append($0) }
+        w.now = { clock }
+        w.watch(1, .init(path: "/a", bytes: 1, sizeKnown: true, notBefore: 104))
+        w.check()
+        XCTAssertEqual(started, [], "ran out of space again without progress: held back")
+        clock = 104
+        w.check()
+        XCTAssertEqual(started, [1])
+        w.close()
+    }
 }

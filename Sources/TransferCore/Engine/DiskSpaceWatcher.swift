@@ -7,6 +7,8 @@ final class DiskSpaceWatcher {
     static let defaultInterval: UInt64 = 2000
     /// What a job whose size is unknown waits for: more than this many bytes free.
     static let unknownSizeNeed: Int64 = 1 << 20
+    /// The longest a job that keeps running out of space without progress is held back (s).
+    static let maxHoldOff = 300.0
 
     /// What a job waits for.
     struct Need: Equatable {
@@ -16,6 +18,9 @@ final class DiskSpaceWatcher {
         var bytes: Int64
         /// Whether the download's total is known (then `bytes` free suffice).
         var sizeKnown: Bool
+        /// Not started again before this monotonic time (s): a job that ran out of space again
+        /// without writing a byte (a quota `statvfs` does not show) is held back, doubling.
+        var notBefore: Double = 0
 
         /// Whether `free` bytes meet the need.
         func isMet(by free: Int64) -> Bool { sizeKnown ? free >= bytes : free > bytes }
@@ -29,6 +34,8 @@ final class DiskSpaceWatcher {
     private let interval: UInt64
     /// Free bytes at a path (replaceable for tests).
     var freeSpace: (String) -> Int64? = DiskSpace.available
+    /// Monotonic seconds (replaceable for tests).
+    var now: () -> Double = BatchAssembler.monotonicSeconds
     /// Whether the job still waits for space (a paused or cancelled one is forgotten).
     private let stillWaiting: (Int64) -> Bool
     /// Receives each job whose need is met, in id order.
@@ -71,12 +78,14 @@ final class DiskSpaceWatcher {
     func check() {
         var free: [String: Int64] = [:]
         var ready: [Int64] = []
+        let t = now()
         for id in needs.keys.sorted() {
             guard let need = needs[id] else { continue }
             guard stillWaiting(id) else {
                 needs[id] = nil
                 continue
             }
+            if need.notBefore > t { continue }
             guard let avail = free[need.path] ?? freeSpace(need.path) else { continue }
             if need.isMet(by: avail) {
                 ready.append(id)

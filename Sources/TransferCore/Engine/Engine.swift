@@ -94,6 +94,9 @@ public final class Engine: AttemptHost {
     private var vanishing: [Int64: JobRecord] = [:]
     /// What a job that just ran out of space waits for (set when its attempt ends).
     private var diskNeeds: [Int64: DiskSpaceWatcher.Need] = [:]
+    /// A job's bytes when it last ran out of space, and how often in a row it did so without
+    /// writing more (each time it is held back twice as long).
+    private var diskStrikes: [Int64: (bytes: Int64, count: Int)] = [:]
     /// Since when (monotonic s) group commits fail; nil while the store writes.
     private var commitFailingSince: Double?
     /// When (monotonic s) the end of a pass may try a failing commit again.
@@ -372,6 +375,7 @@ public final class Engine: AttemptHost {
                 scheduler.remove(id, state: facts.state)
                 checkpointer.forget(id)
                 lastBytes[id] = nil
+                diskStrikes[id] = nil
             case .notify: notify(id)
             case .schedule: runScheduler = true
             }
@@ -432,6 +436,7 @@ public final class Engine: AttemptHost {
         lastProgressEvent[id] = nil
         switch outcome {
         case .completed(let digest):
+            diskStrikes[id] = nil
             closeHistory(task, error: nil)
             dispatch(id, .attemptEnded(.completed(sha256: digest, bytes: task.bytes)))
             Log.info("completed: \(task.bytes) bytes, sha256 \(digest)", job: id)
@@ -439,7 +444,14 @@ public final class Engine: AttemptHost {
             if task is DownloadTask, err.code != .checksum { lastBytes[id] = task.bytes }
             if err.code == .diskFull {
                 // `status` says what the job waits for (SPEC "Disk full").
-                let need = diskNeed(task.record, bytes: task.bytes, total: task.total ?? task.record.total)
+                var need = diskNeed(task.record, bytes: task.bytes, total: task.total ?? task.record.total)
+                let strikes = diskStrikes[id].map { $0.bytes >= task.bytes ? $0.count + 1 : 0 } ?? 0
+                diskStrikes[id] = (task.bytes, strikes)
+                if strikes > 0 {
+                    let base = Double(DiskSpaceWatcher.defaultInterval) / 1000
+                    let holdOff = min(DiskSpaceWatcher.maxHoldOff, base * pow(2, Double(strikes)))
+                    need.notBefore = clock.monotonic() + holdOff
+                }
                 diskNeeds[id] = need
                 err.message = "waiting for \(need.text) free on \(need.path): \(err.message)"
             }
