@@ -102,3 +102,22 @@ def test_a_daemon_killed_while_its_home_is_full_keeps_every_job(full_home, fault
     assert set(jobs) == set(ids) | {slow}
     daemon.wait_state(slow, "completed", timeout=30)
     assert sha256_file(daemon.work / "kslow.bin") == faultserver.sha256(2 * MiB, "kslow")
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_pausing_a_running_and_a_queued_job_at_once_starts_neither(daemon, faultserver, key):
+    # Control commands write their rows before acting; the slot the first id frees must not
+    # start the second id in between.
+    running = daemon.download(faultserver.url("/data", size=5 * MiB, seed="a", slow=MiB, key=key), "-o",
+                              daemon.work / "a")
+    daemon.wait_state(running, "running")
+    queued = daemon.download(faultserver.url("/data", size=10, seed="b", key=key), "-o", daemon.work / "b")
+    assert daemon.job(queued)["state"] == "queued"
+    r = daemon.cli("pause", str(running), str(queued))
+    assert r.rc == 0, r
+    for id in (running, queued):
+        assert daemon.job(id)["state"] == "paused"
+    assert daemon.job(queued)["attempts"] == 0, "the queued job was started before its pause"
+    assert daemon.cli("resume", str(queued)).rc == 0
+    daemon.wait_state(queued, "completed")
+    assert daemon.job(running)["state"] == "paused"

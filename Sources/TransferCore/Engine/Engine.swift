@@ -90,6 +90,9 @@ public final class Engine: AttemptHost {
             self.dispatch(id, .diskSpaceChanged)
             self.schedule()
         })
+    /// While a control command performs the transitions it decided, no job is started: a slot
+    /// freed by its first id must not start a job that a later id pauses or cancels.
+    private var holdScheduling = false
     /// Rows a control command deleted before acting: their files are still to be deleted.
     private var vanishing: [Int64: JobRecord] = [:]
     /// What a job that just ran out of space waits for (set when its attempt ends).
@@ -392,7 +395,7 @@ public final class Engine: AttemptHost {
 
     /// Starts queued jobs while slots are free: highest priority first, then oldest.
     private func schedule() {
-        guard !shuttingDown else { return }
+        guard !shuttingDown, !holdScheduling else { return }
         while tasks.count < config.maxActive, let id = scheduler.popNext() {
             dispatch(id, .start)
         }
@@ -743,6 +746,7 @@ public final class Engine: AttemptHost {
         }
         var done: [JobSnapshot] = []
         var refused: [ControlRefusal] = []
+        holdScheduling = true
         for (id, decision) in decisions {
             switch decision {
             case .refuse(let r):
@@ -756,6 +760,7 @@ public final class Engine: AttemptHost {
                 }
             }
         }
+        holdScheduling = false
         schedule()
         return ControlResult(jobs: done, refused: refused)
     }
