@@ -146,6 +146,14 @@ final class DownloadTask: TransferTask {
             "\(DiskSpace.describe(needed)) to write, \(DiskSpace.describe(free)) free for \(partPath)", retryable: true)
     }
 
+    /// The error of a failed sync: `disk_full` (the job waits for space) when the file system
+    /// ran out only then, else `io`.
+    static func syncFailure(_ part: PartFile) -> TransferError {
+        let e = part.lastSyncErrno
+        if e == ENOSPC || e == EDQUOT { return FileErrors.error(e, "cannot sync \(part.path)") }
+        return TransferError(.io, "cannot sync \(part.path)", retryable: false)
+    }
+
     /// After a write failed for want of space: the part is cut back to the bytes counted (a
     /// short write may have left a few more), so it stays byte-exact up to its checkpoint.
     private func trimAfterDiskFull(_ error: TransferError) {
@@ -276,7 +284,7 @@ final class DownloadTask: TransferTask {
         part.sync { ok in
             guard ok else {
                 part.close()
-                report(.failed(TransferError(.io, "cannot sync \(part.path)", retryable: false), retryAfter: nil))
+                report(.failed(Self.syncFailure(part), retryAfter: nil))
                 return
             }
             self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
