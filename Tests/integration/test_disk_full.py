@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -21,12 +22,22 @@ MiB = 1024 * 1024
 
 
 class Tmpfs:
-    """A tmpfs of ``size`` bytes at a fresh directory; ``fill()`` takes every free byte."""
+    """A tmpfs of ``size`` bytes at a fresh directory (or, with ``kind="ext4"``, a loop-mounted
+    ext4 image without reserved blocks); ``fill()`` takes every free byte."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, kind: str = "tmpfs") -> None:
         self.path = make_temp_root("aft-tmpfs-")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(self.path)],
-                       check=True)
+        self.image = None
+        if kind == "ext4":
+            self.image = make_temp_root("aft-img-") / "fs.img"
+            with open(self.image, "wb") as f:
+                f.truncate(size)
+            subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(self.image)], check=True,
+                           stdout=subprocess.DEVNULL)
+            subprocess.run(["mount", "-o", "loop", str(self.image), str(self.path)], check=True)
+        else:
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(self.path)],
+                           check=True)
         self.mounted = True
         self.filler = self.path / "filler"
 
@@ -56,8 +67,13 @@ class Tmpfs:
 
     def unmount(self) -> None:
         if self.mounted:
-            subprocess.run(["umount", "-l", str(self.path)], check=False)
+            # A loop mount made by `mount -o loop` frees its loop device when unmounted.
+            subprocess.run(["umount", str(self.path)], check=False)
+            if os.path.ismount(self.path):
+                subprocess.run(["umount", "-l", str(self.path)], check=False)
             self.mounted = False
+        if self.image is not None:
+            self.image.unlink(missing_ok=True)
 
 
 @pytest.fixture
@@ -66,8 +82,10 @@ def tmpfs():
         pytest.skip("mounting a small tmpfs needs root")
     made: list[Tmpfs] = []
 
-    def make(size: int) -> Tmpfs:
-        t = Tmpfs(size)
+    def make(size: int, kind: str = "tmpfs") -> Tmpfs:
+        if kind == "ext4" and shutil.which("mkfs.ext4") is None:
+            pytest.skip("mkfs.ext4 is not installed")
+        t = Tmpfs(size, kind)
         made.append(t)
         return t
 
@@ -96,12 +114,13 @@ def assert_part_is_exact(part: Path, data: bytes) -> None:
     assert body == data[: len(body)], f"{part} is not a byte-exact prefix of the content"
 
 
-@pytest.mark.parametrize("length", ["content-length", "no-length"])
+@pytest.mark.parametrize("length,kind", [("content-length", "tmpfs"), ("no-length", "tmpfs"),
+                                         ("content-length", "ext4")])
 def test_a_download_that_runs_out_of_space_waits_for_disk_and_resumes_byte_identical(
-        daemon, faultserver, key, tmpfs, length):
+        daemon, faultserver, key, tmpfs, length, kind):
     size = 6 * MiB
-    fs = tmpfs(8 * MiB)
-    knobs = {"size": size, "seed": f"disk-{length}", "slow": 3 * MiB, "key": key}
+    fs = tmpfs(8 * MiB if kind == "tmpfs" else 16 * MiB, kind)
+    knobs = {"size": size, "seed": f"disk-{length}-{kind}", "slow": 3 * MiB, "key": key}
     if length == "no-length":
         knobs["nolength"] = 1
     data = faultserver.data(size, knobs["seed"])
