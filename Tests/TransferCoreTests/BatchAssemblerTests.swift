@@ -5,74 +5,107 @@ import XCTest
 
 final class BatchAssemblerTests: XCTestCase {
     private var now = 1000.0
-    private lazy var assembler = BatchAssembler(clock: { [unowned self] in self.now })
+    /// What the store holds for each batch (the staging table), by key.
+    private var held: [String: [String]] = [:]
+    private var discarded: [String] = []
+    private lazy var assembler = BatchAssembler(
+        clock: { [unowned self] in self.now },
+        discard: { [unowned self] key in
+            self.held[key.storeKey] = nil
+            self.discarded.append(key.storeKey)
+        })
 
-    private func download(_ name: String) -> TransferRequest {
+    private func download(_ name: String, directory: Bool = false) -> TransferRequest {
         var r = TransferRequest(url: "http://h/\(name)")
-        r.destination = "/tmp/aft-batch/\(name)"
+        if directory {
+            r.directory = "/tmp/aft-batch"
+        } else {
+            r.destination = "/tmp/aft-batch/\(name)"
+        }
         return r
     }
 
-    private func accept(_ r: TransferRequest) throws -> TransferRequest { r }
+    /// A row for `r`, as the engine's `prepare` makes one (a directory becomes a destination).
+    private func record(_ r: TransferRequest) -> JobRecord {
+        let destination = r.destination ?? r.directory.map { $0 + "/" + (r.url.split(separator: "/").last ?? "") }
+        return JobRecord(
+            id: nil, kind: .download, url: r.url, method: "GET", state: .queued, request: r, destination: destination,
+            durableBytes: 0, total: nil, etag: nil, lastModified: nil, attempts: 0, retriesUsed: 0, httpStatus: nil,
+            error: nil, waitReason: nil, nextRetryAt: nil, priority: 0, finalizing: false, sha256: nil,
+            sourceSize: nil, sourceMtime: nil, response: nil, createdAt: now, updatedAt: now, completedAt: nil)
+    }
 
-    func testThatPartsAreHeldUntilTheFinalPartThenReturnedInOrder() throws {
-        XCTAssertEqual(
-            try assembler.receive(
-                owner: 1, batch: "b", requests: [download("a"), download("b")], final: false, check: accept),
-            .partial(received: 2))
-        XCTAssertEqual(
-            try assembler.receive(owner: 1, batch: "b", requests: [download("c")], final: false, check: accept),
-            .partial(received: 3))
+    private func receive(
+        _ batch: String, _ requests: [TransferRequest], final: Bool, owner: Int = 1,
+        prepare: ((TransferRequest) throws -> JobRecord)? = nil
+    ) throws -> BatchAssembler.Outcome {
+        try assembler.receive(
+            owner: owner, batch: batch, requests: requests, final: final, prepare: prepare ?? record,
+            stage: { records, key in self.held[key.storeKey, default: []] += records.map(\.url) })
+    }
+
+    private func complete(_ outcome: BatchAssembler.Outcome) -> BatchAssembler.Complete? {
+        if case .complete(let c) = outcome { return c }
+        XCTFail("not complete: \(outcome)")
+        return nil
+    }
+
+    func testThatEachPartIsPreparedAndHandedToTheStoreAndTheFinalPartCompletesTheBatch() throws {
+        XCTAssertEqual(try receive("b", [download("a"), download("b")], final: false), .partial(received: 2))
+        XCTAssertEqual(try receive("b", [download("c")], final: false), .partial(received: 3))
         XCTAssertEqual(assembler.count, 1)
-        XCTAssertEqual(
-            try assembler.receive(owner: 1, batch: "b", requests: [download("d")], final: true, check: accept),
-            .complete([download("a"), download("b"), download("c"), download("d")]))
+        let done = complete(try receive("b", [download("d")], final: true))
+        XCTAssertEqual(done?.count, 4)
+        XCTAssertEqual(done?.key.storeKey, "1:b")
+        XCTAssertEqual(done?.destinations["/tmp/aft-batch/c"], BatchAssembler.Claim(index: 2, replace: false))
+        XCTAssertEqual(held["1:b"], ["http://h/a", "http://h/b", "http://h/c", "http://h/d"])
         XCTAssertEqual(assembler.count, 0)
     }
 
-    func testThatTheBatchHoldsTheRequestsAsValidatedSoTheFinalPartNeedNotValidateAgain() throws {
-        var checked = 0
-        let normalize: (TransferRequest) throws -> TransferRequest = { r in
-            checked += 1
-            var v = r
-            v.kind = "download"
-            return v
+    func testThatEachRequestIsPreparedOnceAsItsPartArrives() throws {
+        var prepared = 0
+        let counting: (TransferRequest) throws -> JobRecord = { r in
+            prepared += 1
+            return self.record(r)
         }
-        _ = try assembler.receive(owner: 1, batch: "v", requests: [download("a")], final: false, check: normalize)
-        let outcome = try assembler.receive(
-            owner: 1, batch: "v", requests: [download("b")], final: true, check: normalize)
-        guard case .complete(let all) = outcome else { return XCTFail("not complete: \(outcome)") }
-        XCTAssertEqual(all.map(\.kind), ["download", "download"])
-        XCTAssertEqual(checked, 2, "each request is checked once, as its part arrives")
+        _ = try receive("v", [download("a")], final: false, prepare: counting)
+        _ = try receive("v", [download("b")], final: true, prepare: counting)
+        XCTAssertEqual(prepared, 2)
     }
 
-    func testThatARefusedRequestIsNamedByItsIndexInTheBatchAndDropsTheBatch() throws {
-        _ = try assembler.receive(
-            owner: 1, batch: "b", requests: [download("a"), download("b")], final: false, check: accept)
+    func testThatARefusedRequestIsNamedByItsIndexInTheBatchAndDropsTheBatchAndItsRows() throws {
+        _ = try receive("b", [download("a"), download("b")], final: false)
         XCTAssertThrowsError(
-            try assembler.receive(owner: 1, batch: "b", requests: [download("c"), download("bad")], final: false) { r in
+            try receive("b", [download("c"), download("bad")], final: false) { r in
                 if r.url.hasSuffix("bad") { throw TransferError(.invalidRequest, "url: bad") }
-                return r
+                return self.record(r)
             }
         ) { error in
             XCTAssertEqual(
                 error as? BatchRefusal, BatchRefusal(index: 3, error: TransferError(.invalidRequest, "url: bad")))
         }
         XCTAssertEqual(assembler.count, 0)
+        XCTAssertEqual(discarded, ["1:b"])
+        XCTAssertNil(held["1:b"], "the rows held for the dropped batch are forgotten")
         // A later part of the dropped batch is refused, never queued as a new batch.
-        XCTAssertThrowsError(
-            try assembler.receive(owner: 1, batch: "b", requests: [download("e")], final: true, check: accept)
-        ) {
+        XCTAssertThrowsError(try receive("b", [download("e")], final: true)) {
             XCTAssertEqual(($0 as? RPCError)?.code, RPCErrorCode.invalidParams)
         }
+        XCTAssertNil(held["1:b"])
+    }
+
+    func testThatAStoreThatCannotHoldAPartDropsTheBatch() throws {
+        XCTAssertThrowsError(
+            try assembler.receive(
+                owner: 1, batch: "full", requests: [download("a")], final: false, prepare: record,
+                stage: { _, _ in throw TransferError(.diskFull, "disk full") }))
+        XCTAssertEqual(discarded, ["1:full"])
+        XCTAssertEqual(assembler.count, 0)
     }
 
     func testThatTwoRequestsOfABatchWithOneDestinationAreRefused() throws {
-        _ = try assembler.receive(owner: 1, batch: "b", requests: [download("a")], final: false, check: accept)
-        XCTAssertThrowsError(
-            try assembler.receive(
-                owner: 1, batch: "b", requests: [download("b"), download("a")], final: true, check: accept)
-        ) { error in
+        _ = try receive("b", [download("a")], final: false)
+        XCTAssertThrowsError(try receive("b", [download("b"), download("a")], final: true)) { error in
             XCTAssertEqual((error as? BatchRefusal)?.index, 2)
             XCTAssertEqual((error as? BatchRefusal)?.error.code, .destinationExists)
         }
@@ -83,33 +116,40 @@ final class BatchAssemblerTests: XCTestCase {
         }
     }
 
+    func testThatTwoRequestsWhoseDirectoryAndURLGiveOneDestinationAreRefused() throws {
+        _ = try receive("d", [download("same", directory: true)], final: false)
+        XCTAssertThrowsError(try receive("d", [download("same", directory: true)], final: true)) { error in
+            XCTAssertEqual((error as? BatchRefusal)?.index, 1)
+            XCTAssertEqual((error as? BatchRefusal)?.error.code, .destinationExists)
+        }
+    }
+
     func testThatABatchWithoutAPartFor60SecondsIsDropped() throws {
-        _ = try assembler.receive(owner: 1, batch: "old", requests: [download("a")], final: false, check: accept)
+        _ = try receive("old", [download("a")], final: false)
         now += 30
-        _ = try assembler.receive(owner: 1, batch: "young", requests: [download("b")], final: false, check: accept)
+        _ = try receive("young", [download("b")], final: false)
         now += 29
-        _ = try assembler.receive(owner: 1, batch: "old", requests: [download("c")], final: false, check: accept)
+        _ = try receive("old", [download("c")], final: false)
         now += 31
         XCTAssertEqual(assembler.expire().map(\.batch), ["young"])
+        XCTAssertEqual(discarded, ["1:young"])
         XCTAssertEqual(assembler.count, 1)
         now += 28
         XCTAssertEqual(assembler.expire(), [])
         now += 1
         XCTAssertEqual(assembler.expire().map(\.batch), ["old"])
-        XCTAssertThrowsError(try assembler.receive(owner: 1, batch: "old", requests: [], final: true, check: accept))
+        XCTAssertThrowsError(try receive("old", [], final: true))
     }
 
     func testThatAClosedConnectionDropsItsBatchesOnlyAndBatchesAreSeparatePerConnection() throws {
-        _ = try assembler.receive(owner: 1, batch: "b", requests: [download("a")], final: false, check: accept)
-        _ = try assembler.receive(owner: 2, batch: "b", requests: [download("a")], final: false, check: accept)
+        _ = try receive("b", [download("a")], final: false, owner: 1)
+        _ = try receive("b", [download("a")], final: false, owner: 2)
         assembler.drop(owner: 1)
+        XCTAssertEqual(discarded, ["1:b"])
         XCTAssertEqual(assembler.count, 1)
-        XCTAssertEqual(
-            try assembler.receive(owner: 2, batch: "b", requests: [], final: true, check: accept),
-            .complete([download("a")]))
+        XCTAssertEqual(complete(try receive("b", [], final: true, owner: 2))?.count, 1)
+        XCTAssertEqual(held["2:b"], ["http://h/a"])
         // The number of a closed connection is never reused, but a dropped batch is forgotten with it.
-        XCTAssertEqual(
-            try assembler.receive(owner: 1, batch: "b", requests: [download("z")], final: true, check: accept),
-            .complete([download("z")]))
+        XCTAssertEqual(complete(try receive("b", [download("z")], final: true, owner: 1))?.count, 1)
     }
 }

@@ -145,6 +145,32 @@ final class JobStoreTests: XCTestCase {
         XCTAssertEqual(first[0].url, "http://u:secret@example.com/f")
     }
 
+    func testThatAStagedBatchBecomesJobsWithConsecutiveIdsInItsOrder() throws {
+        let store = try open()
+        _ = try store.insert(record(destination: "/tmp/before"))
+        try store.stage((0..<3).map { record(priority: $0, destination: "/tmp/a\($0)") }, batch: "1:a")
+        try store.stage([record(destination: "/tmp/other")], batch: "2:a")
+        try store.stage((3..<5).map { record(priority: $0, destination: "/tmp/a\($0)") }, batch: "1:a")
+        XCTAssertEqual(try store.jobs().count, 1, "held rows are not jobs")
+        let ids = try XCTUnwrap(try store.insertStaged(batch: "1:a"))
+        XCTAssertEqual(ids, 2...6)
+        let jobs = try store.jobs()
+        XCTAssertEqual(jobs.map(\.destination), ["/tmp/before", "/tmp/a0", "/tmp/a1", "/tmp/a2", "/tmp/a3", "/tmp/a4"])
+        XCTAssertEqual(jobs.dropFirst().map(\.priority), [0, 1, 2, 3, 4])
+        XCTAssertEqual(jobs[1].request.headers, ["Authorization: Bearer x"])
+        XCTAssertEqual(try store.schedulingFacts(ids: ids).map(\.id), Array(2...6))
+        XCTAssertNil(try store.insertStaged(batch: "1:a"), "the batch's rows are gone once queued")
+        try store.discardStaged(batch: "2:a")
+        XCTAssertNil(try store.insertStaged(batch: "2:a"))
+    }
+
+    func testThatHeldRowsDoNotOutliveTheDaemon() throws {
+        try open().stage([record()], batch: "1:a")
+        let reopened = try open()
+        XCTAssertNil(try reopened.insertStaged(batch: "1:a"))
+        XCTAssertEqual(try reopened.jobs().count, 0)
+    }
+
     func testThatReopeningAMigratedDatabaseKeepsItsJobs() throws {
         do {
             let store = try open()

@@ -24,9 +24,11 @@ private final class FakeJobService: JobService {
     }
 
     func add(_ request: TransferRequest) throws -> JobSnapshot { throw TransferError(.invalidRequest, "read-only") }
-    func prevalidate(_ request: TransferRequest) throws -> TransferRequest { request }
-    func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot] { [] }
-    func addMany(validated requests: [TransferRequest]) throws -> [JobSnapshot] { [] }
+    func prepare(_ request: TransferRequest) throws -> JobRecord { throw TransferError(.invalidRequest, "read-only") }
+    func addMany(_ requests: [TransferRequest]) throws -> AddedJobs { AddedJobs(records: [], stamp: "") }
+    func stage(_ records: [JobRecord], batch: String) throws {}
+    func discardStaged(batch: String) {}
+    func addStaged(_ batch: BatchAssembler.Complete) throws -> ClosedRange<Int64> { 1...1 }
     func job(_ id: Int64) -> JobSnapshot? { (1...count).contains(id) ? snapshot(id) : nil }
     func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
         pagesRead += 1
@@ -149,17 +151,5 @@ final class RPCServerTests: XCTestCase {
         XCTAssertEqual((lines[2]["result"] as? [String: Any])?["id"] as? Int, 2)
         XCTAssertEqual((lines[3]["error"] as? [String: Any])?["code"] as? Int, RPCErrorCode.invalidParams)
         try shutdown(path, finished)
-    }
-}
-
-/// ``JSONValue/nestsDeeper(_:than:)``: the guard that refuses deeply nested messages unparsed.
-final class JSONNestingTests: XCTestCase {
-    func testThatNestingIsCountedOutsideStringsOnly() {
-        let deep = Array(("[" + String(repeating: "[", count: 64) + String(repeating: "]", count: 65)).utf8)
-        XCTAssertTrue(JSONValue.nestsDeeper(deep))
-        let limit = Array((String(repeating: "{\"a\":", count: 64) + "1" + String(repeating: "}", count: 64)).utf8)
-        XCTAssertFalse(JSONValue.nestsDeeper(limit))
-        let quoted = Array(("{\"a\":\"" + String(repeating: "[", count: 500) + "\\\"[[[\"}").utf8)
-        XCTAssertFalse(JSONValue.nestsDeeper(quoted), "brackets in strings (escaped quotes too) do not count")
     }
 }

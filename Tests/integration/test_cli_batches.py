@@ -67,6 +67,12 @@ class FakeDaemon:
             t.start()
 
     def _serve(self, conn, number):
+        try:
+            self._answer(conn, number)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the CLI pipelines a list's parts and stops reading at the first refusal
+
+    def _answer(self, conn, number):
         buf = b""
         batch = None
         next_id = 1

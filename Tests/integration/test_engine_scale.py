@@ -104,3 +104,44 @@ def test_add_many_is_all_or_nothing_and_names_the_refused_index(daemon, faultser
         assert resp["error"]["code"] == -32602, resp
         assert resp["error"]["data"]["index"] == index, resp
     assert daemon.jobs() == []
+
+
+def test_a_batch_in_parts_is_held_outside_the_queue_until_its_final_part_even_across_kill_9(daemon, faultserver, key):
+    """Parts are held in the store's staging table, not as jobs: a `kill -9` between parts leaves
+    no job of the batch; a complete batch becomes jobs with consecutive ids, in its order."""
+    def part(lo, hi, final, batch="b1"):
+        return {"batch": batch, "final": final,
+                "requests": [{"url": faultserver.url(size=10, key=f"{key}-{i}", delay=60),
+                              "destination": str(daemon.work / f"f{i}")} for i in range(lo, hi)]}
+
+    with daemon.connect() as c:
+        for lo in (0, 50):
+            resp = c.call("transfer.addMany", part(lo, lo + 50, False))
+            assert resp["result"] == {"batch": "b1", "received": lo + 50}, resp
+        assert daemon.jobs() == [], "held parts are not jobs"
+        daemon.kill9()
+    daemon.start()
+    assert daemon.jobs() == [], "a batch cut by kill -9 leaves nothing queued"
+
+    with daemon.connect() as c:
+        assert "result" in c.call("transfer.addMany", part(0, 60, False, batch="b2"))
+        # The part after a refused one is refused too, and the batch's rows are forgotten.
+        bad = part(60, 61, False, batch="b2")
+        bad["requests"][0]["url"] = "gopher://x/y"
+        resp = c.call("transfer.addMany", bad)
+        assert resp["error"]["data"]["index"] == 60, resp
+        assert "error" in c.call("transfer.addMany", part(61, 62, True, batch="b2"))
+    assert daemon.jobs() == []
+
+    with daemon.connect() as c:
+        for lo, hi, final in ((0, 40, False), (40, 80, False), (80, 120, True)):
+            resp = c.call("transfer.addMany", part(lo, hi, final, batch="b3"))
+        jobs = resp["result"]["jobs"]
+    ids = [j["id"] for j in jobs]
+    assert len(ids) == 120 and ids == list(range(ids[0], ids[0] + 120)), ids
+    assert [j["destination"] for j in jobs] == [str(daemon.work / f"f{i}") for i in range(120)]
+    stored = {j["id"]: j for j in daemon.jobs()}
+    assert sorted(stored) == ids
+    daemon.kill9()
+    daemon.start()
+    assert sorted(j["id"] for j in daemon.jobs()) == ids, "a queued batch is durable"

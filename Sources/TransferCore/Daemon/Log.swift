@@ -4,8 +4,21 @@
 public enum Log {
     /// Writes one line.
     public static func info(_ message: String, job: Int64? = nil) {
-        let prefix = Timestamp.rfc3339(Timestamp.now()) + (job.map { " job=\($0)" } ?? "")
-        let line = prefix + " " + message.replacingOccurrences(of: "\n", with: " ") + "\n"
+        // Built on bytes: three lines a job, so Foundation's replacingOccurrences and string
+        // interpolation were a twentieth of the daemon's work with thousands of small files.
+        var line = Timestamp.rfc3339(Timestamp.now())
+        if let job {
+            line += " job="
+            line += String(job)
+        }
+        line += " "
+        if message.utf8.contains(UInt8(ascii: "\n")) {
+            line += String(
+                decoding: message.utf8.map { $0 == UInt8(ascii: "\n") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+        } else {
+            line += message
+        }
+        line += "\n"
         fputs(line, stderr)
     }
 }

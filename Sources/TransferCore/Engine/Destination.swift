@@ -21,6 +21,14 @@ struct Destination {
 
     /// The part file of `path` (see ``partPath``).
     static func partPath(_ path: String) -> String {
+        // The common case on bytes, without bridging to NSString: a last component short enough.
+        let utf8 = path.utf8
+        if utf8.last != UInt8(ascii: "/") {
+            let nameStart = utf8.lastIndex(of: UInt8(ascii: "/")).map { utf8.index(after: $0) } ?? utf8.startIndex
+            if utf8.distance(from: nameStart, to: utf8.endIndex) + partSuffix.utf8.count <= 255 {
+                return path + partSuffix
+            }
+        }
         let name = (path as NSString).lastPathComponent
         if name.utf8.count + partSuffix.utf8.count <= 255 { return path + partSuffix }
         let short = (shortPrefix(name) + "." + Sha256.hex(of: Array(name.utf8)).prefix(16)) + partSuffix

@@ -56,6 +56,8 @@ public final class Engine: AttemptHost {
     let directorySyncer: DirectorySyncer
     private var scheduler = Scheduler()
     private var tasks: [Int64: TransferTask] = [:]
+    /// The rows of jobs whose attempt is ending, while the ending is dispatched (``attemptEnded(_:_:)``).
+    private var ending: [Int64: JobRecord] = [:]
     private var batch = WriteBatch()
     private var afterCommitQueue: [() -> Void] = []
     private var events: [(EngineNotification, JobSnapshot)] = []
@@ -314,6 +316,7 @@ public final class Engine: AttemptHost {
         guard !patch.isEmpty else { return }
         batch.patch(id, patch)
         tasks[id]?.record.apply(patch)
+        ending[id]?.apply(patch)
         scheduler.apply(patch, to: id, loaded: loaded)
     }
 
@@ -437,6 +440,11 @@ public final class Engine: AttemptHost {
         guard tasks[id] === task else { return }  // already stopped by the user
         tasks[id] = nil
         lastProgressEvent[id] = nil
+        // While the ending is dispatched, the job's row is the task's: its events are made from it
+        // rather than read back from the store (a read per finished job was a tenth of the
+        // daemon's work with thousands of small files).
+        ending[id] = task.record
+        defer { ending[id] = nil }
         switch outcome {
         case .completed(let digest):
             diskStrikes[id] = nil
@@ -467,6 +475,14 @@ public final class Engine: AttemptHost {
     private func closeHistory(_ task: TransferTask, error: TransferError?) {
         task.closeHistory(error: error)
         batch.putAttempt(task.jobId, seq: task.historySeq, task.historyEntry)
+        if var r = ending[task.jobId] {
+            if task.historySeq < r.history.count {
+                r.history[task.historySeq] = task.historyEntry
+            } else {
+                r.history.append(task.historyEntry)
+            }
+            ending[task.jobId] = r
+        }
         if let status = task.lastStatus {
             var p = JobPatch()
             p.httpStatus = .some(status)
@@ -574,9 +590,9 @@ public final class Engine: AttemptHost {
     /// Validates one request and builds its row; `claimed` are destinations taken by earlier
     /// requests of the same batch.
     private func prepareRecord(
-        _ request: TransferRequest, claimed: Set<String>, now: Double = Timestamp.now(), validated: Bool = false
+        _ request: TransferRequest, claimed: Set<String>, now: Double = Timestamp.now()
     ) throws -> JobRecord {
-        let req = validated ? request : try RequestValidator.validate(request)
+        let req = try RequestValidator.validate(request)
         let kind: JobKind = req.kind == JobKind.upload.rawValue ? .upload : .download
         var destination: String?
         var sourceSize: Int64?
@@ -614,25 +630,71 @@ public final class Engine: AttemptHost {
         try addMany([request], refusalOfOne: true)[0]
     }
 
-    /// Checks a request as ``add(_:)`` would, without queuing it; returns it validated.
-    @discardableResult
-    public func prevalidate(_ request: TransferRequest) throws -> TransferRequest {
-        try prepareRecord(request, claimed: []).request
+    /// Checks a request as ``add(_:)`` would, without queuing it; returns the new job's row.
+    public func prepare(_ request: TransferRequest) throws -> JobRecord {
+        try prepareRecord(request, claimed: [])
+    }
+
+    /// Holds a batch part's rows in the store until the batch is complete.
+    public func stage(_ records: [JobRecord], batch: String) throws {
+        try store.stage(records, batch: batch)
+    }
+
+    /// Forgets a dropped batch's held rows.
+    public func discardStaged(batch: String) {
+        do {
+            try store.discardStaged(batch: batch)
+        } catch {
+            Log.info("could not forget the rows of batch \(batch): \(error)")
+        }
+    }
+
+    /// Queues a complete batch's held rows (SPEC "Scale"): its destinations are checked against
+    /// the jobs queued since its parts arrived, then its rows become jobs in one transaction. The
+    /// scheduler learns the new jobs from the store, so the batch is never held in memory whole.
+    public func addStaged(_ batch: BatchAssembler.Complete) throws -> ClosedRange<Int64> {
+        for (path, claim) in batch.destinations.sorted(by: { $0.value.index < $1.value.index }) {
+            if let err = Destination(path: path).clash(replace: claim.replace, heldBy: scheduler.holder(of: path)) {
+                throw BatchRefusal(index: claim.index, error: err)
+            }
+        }
+        try ensureStoreWritable()
+        let inserted: ClosedRange<Int64>?
+        do {
+            inserted = try store.insertStaged(batch: batch.key.storeKey)
+        } catch {
+            throw storeFailure(error)  // one transaction: nothing was inserted
+        }
+        guard let ids = inserted else {
+            throw TransferError(.invalidRequest, "batch \(batch.key.batch) holds no requests")
+        }
+        let facts = try store.schedulingFacts(ids: ids)
+        scheduler.reserveCapacity(forAdding: facts.count)
+        for f in facts { scheduler.add(f) }
+        if onEvent != nil && wantsEvents() {
+            var after = ids.lowerBound - 1
+            while after < ids.upperBound {
+                let page = try store.listings(state: nil, after: after, limit: 500).filter { $0.id <= ids.upperBound }
+                guard let last = page.last else { break }
+                for listing in page {
+                    events.append((EngineNotification.stateChanged, JobSnapshot(listing, live: nil)))
+                }
+                after = last.id
+            }
+        }
+        Log.info("queued \(ids.count) jobs (\(ids.lowerBound)...\(ids.upperBound))")
+        schedule()
+        return ids
     }
 
     /// Queues all requests in one transaction, or none.
     /// - Throws: ``BatchRefusal`` naming the first refused request (from 0).
-    public func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot] {
+    public func addMany(_ requests: [TransferRequest]) throws -> AddedJobs {
         try addMany(requests, refusalOfOne: false)
     }
 
-    /// ``addMany(_:)`` of requests that ``prevalidate(_:)`` returned: only clashes are checked again.
-    public func addMany(validated requests: [TransferRequest]) throws -> [JobSnapshot] {
-        try addMany(requests, refusalOfOne: false, validated: true)
-    }
-
-    private func addMany(_ requests: [TransferRequest], refusalOfOne: Bool, validated: Bool = false) throws
-        -> [JobSnapshot]
+    private func addMany(_ requests: [TransferRequest], refusalOfOne: Bool) throws
+        -> AddedJobs
     {
         var records: [JobRecord] = []
         records.reserveCapacity(requests.count)
@@ -641,7 +703,7 @@ public final class Engine: AttemptHost {
         let now = Timestamp.now()
         for (i, request) in requests.enumerated() {
             do {
-                let r = try prepareRecord(request, claimed: claimed, now: now, validated: validated)
+                let r = try prepareRecord(request, claimed: claimed, now: now)
                 if r.kind == .download, let d = r.destination { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {
@@ -657,19 +719,12 @@ public final class Engine: AttemptHost {
         }
         let inserted = records
         records = []
-        let listen = onEvent != nil && wantsEvents()
-        let stamp = Timestamp.rfc3339(now)
-        var jobs: [JobSnapshot] = []
-        jobs.reserveCapacity(inserted.count)
-        for r in inserted {
-            guard r.id != nil else { continue }
-            scheduler.add(JobFacts(r))
-            var job = JobSnapshot(JobListing(r), live: nil)
-            // The same two strings for every job of the list, not two new ones a job.
-            job.createdAt = stamp
-            job.updatedAt = stamp
-            jobs.append(job)
-            if listen { events.append((EngineNotification.stateChanged, job)) }
+        // The same two timestamp strings for every job of the list, not two new ones a job.
+        let jobs = AddedJobs(records: inserted, stamp: Timestamp.rfc3339(now))
+        scheduler.reserveCapacity(forAdding: inserted.count)
+        for r in inserted { scheduler.add(JobFacts(r)) }
+        if onEvent != nil && wantsEvents() {
+            for job in jobs { events.append((EngineNotification.stateChanged, job)) }
         }
         if inserted.count == 1, let id = inserted[0].id {
             Log.info("queued \(inserted[0].kind.rawValue) \(URLRedaction.redact(inserted[0].url))", job: id)
@@ -771,6 +826,7 @@ public final class Engine: AttemptHost {
     /// pass's uncommitted changes on top.
     private func record(_ id: Int64) -> JobRecord? {
         if let t = tasks[id] { return t.record }
+        if let r = ending[id] { return r }
         if let r = vanishing[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
         if let p = batch.patches[id] { r.apply(p) }

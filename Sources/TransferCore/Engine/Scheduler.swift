@@ -50,6 +50,13 @@ struct Scheduler {
     // MARK: - Jobs
 
     /// Starts tracking a job (new, or loaded at start).
+    /// Makes room for `count` more jobs at once (a list queued together grows the tables once,
+    /// not by doubling, which held two copies of them at the peak).
+    mutating func reserveCapacity(forAdding count: Int) {
+        facts.reserveCapacity(facts.count + count)
+        destinations.reserveCapacity(destinations.count + count)
+    }
+
     mutating func add(_ f: JobFacts) {
         counts[f.state, default: 0] += 1
         guard Self.tracks(f.state) else { return }

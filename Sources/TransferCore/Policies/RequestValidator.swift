@@ -119,14 +119,19 @@ public enum RequestValidator {
 
     /// The trimmed URL with its scheme lowercased, or a refusal.
     private static func validateURL(_ raw: String) throws -> String {
-        let url = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Most URLs are printable ASCII: then there is nothing to trim and no space or control
+        // character to look for (Unicode properties per scalar were a tenth of queuing 100,000 URLs).
+        let plain = raw.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        let url = plain ? raw : raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !url.isEmpty else { throw invalid("url: is empty") }
         guard url.utf8.count <= maxURLBytes else {
             throw invalid("url: longer than \(maxURLBytes) bytes")
         }
-        if url.unicodeScalars.contains(where: {
-            $0.properties.isWhitespace || $0.properties.generalCategory == .control
-        }) {
+        if !plain,
+            url.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.properties.generalCategory == .control
+            })
+        {
             throw invalid("url: contains a space or a control character (percent-encode it)")
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme else {

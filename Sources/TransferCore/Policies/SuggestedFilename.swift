@@ -154,22 +154,37 @@ public enum SuggestedFilename {
     /// - Parameter url: An absolute URL, `scheme://authority/path?query#fragment`.
     /// - Returns: The segment, or `nil` when there is none.
     public static func fromURL(_ url: String) -> String? {
+        // Searched on UTF-8 bytes (every delimiter is ASCII): Character-wise searching and
+        // Foundation's range(of:) cost more than the rest of naming a download.
         var rest = Substring(url)
-        if let fragment = rest.firstIndex(of: "#") { rest = rest[..<fragment] }
-        if let query = rest.firstIndex(of: "?") { rest = rest[..<query] }
-        if let schemeEnd = rest.range(of: "://") {
-            rest = rest[schemeEnd.upperBound...]
+        if let fragment = rest.utf8.firstIndex(of: UInt8(ascii: "#")) { rest = rest[..<fragment] }
+        if let query = rest.utf8.firstIndex(of: UInt8(ascii: "?")) { rest = rest[..<query] }
+        if let authority = afterSchemeSeparator(rest) {
+            rest = rest[authority...]
             // The authority runs to the first '/'; without one there is no path.
-            guard let pathStart = rest.firstIndex(of: "/") else { return nil }
+            guard let pathStart = rest.utf8.firstIndex(of: UInt8(ascii: "/")) else { return nil }
             rest = rest[pathStart...]
         }
-        guard let segment = rest.split(separator: "/", omittingEmptySubsequences: false).last,
-            !segment.isEmpty
-        else { return nil }
+        let segment = rest.utf8.lastIndex(of: UInt8(ascii: "/")).map { rest[rest.utf8.index(after: $0)...] } ?? rest
+        guard !segment.isEmpty else { return nil }
         if let bytes = percentDecodedBytes(segment), let decoded = String(validating: bytes, as: UTF8.self) {
             return decoded.isEmpty ? nil : decoded
         }
         return String(segment)
+    }
+
+    /// The index just past the first `://` of `text`, or nil.
+    private static func afterSchemeSeparator(_ text: Substring) -> Substring.Index? {
+        let utf8 = text.utf8
+        var i = utf8.startIndex
+        while let colon = utf8[i...].firstIndex(of: UInt8(ascii: ":")) {
+            let rest = utf8[utf8.index(after: colon)...]
+            if rest.starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) {
+                return utf8.index(colon, offsetBy: 3)
+            }
+            i = utf8.index(after: colon)
+        }
+        return nil
     }
 
     // MARK: - Sanitizing

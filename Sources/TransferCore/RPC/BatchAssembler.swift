@@ -1,9 +1,10 @@
 import Foundation
 
-/// Holds the parts of `transfer.addMany` batches until their final part (SPEC "Scale"). Each part
-/// is checked as it arrives; nothing is queued before the final part; a refused request, a closed
-/// connection or ``timeout`` seconds without a part drops the whole batch, and a later part of a
-/// dropped batch is refused. Loop-thread only.
+/// Follows the parts of `transfer.addMany` batches until their final part (SPEC "Scale"). Each part
+/// is checked as it arrives and its rows are handed over to be held (outside memory: the store's
+/// staging table); nothing is queued before the final part; a refused request, a closed connection
+/// or ``timeout`` seconds without a part drops the whole batch (and its held rows), and a later
+/// part of a dropped batch is refused. Loop-thread only.
 public final class BatchAssembler {
     /// Seconds without a part after which a batch is dropped.
     public static let timeout: Double = 60
@@ -14,20 +15,41 @@ public final class BatchAssembler {
         public var owner: Int
         /// The batch id the client chose.
         public var batch: String
+        /// The batch's name where its rows are held: unique among the connections.
+        public var storeKey: String { "\(owner):\(batch)" }
     }
 
     /// What a part leads to.
     public enum Outcome: Equatable {
         /// The part was held; the batch has `received` requests so far.
         case partial(received: Int)
-        /// The final part arrived: every request of the batch, in order, to queue now.
-        case complete([TransferRequest])
+        /// The final part arrived: the batch is complete, its rows are held (``Complete``).
+        case complete(Complete)
+    }
+
+    /// A complete batch: what the final step needs to check and queue it.
+    public struct Complete: Equatable {
+        /// The batch, whose rows were handed to `stage` part by part.
+        public var key: Key
+        /// How many requests it has.
+        public var count: Int
+        /// Each download destination the batch names, with the index of the request that names it
+        /// and whether that request may replace an existing file: checked again against the jobs
+        /// queued since, when the batch is queued.
+        public var destinations: [String: Claim]
+    }
+
+    /// A destination a batch's request names.
+    public struct Claim: Equatable, Sendable {
+        /// The request's index in the batch.
+        public var index: Int
+        /// Whether the request replaces an existing file (`--replace`).
+        public var replace: Bool
     }
 
     private struct Pending {
-        var requests: [TransferRequest] = []
-        /// Download destinations (normalized) and the index of the request that named each.
-        var destinations: [String: Int] = [:]
+        var count = 0
+        var destinations: [String: Claim] = [:]
         var lastPartAt: Double
     }
 
@@ -35,10 +57,16 @@ public final class BatchAssembler {
     /// Batches dropped (refused or idle) whose connection is still open: their later parts are refused.
     private var dropped: Set<Key> = []
     private let clock: () -> Double
+    /// Forgets the rows held for a dropped batch.
+    private let discard: (Key) -> Void
 
-    /// Creates an assembler; `clock` gives seconds (monotonic by default; tests pass their own).
-    public init(clock: @escaping () -> Double = BatchAssembler.monotonicSeconds) {
+    /// Creates an assembler.
+    /// - Parameters:
+    ///   - clock: seconds (monotonic by default; tests pass their own).
+    ///   - discard: forgets the rows held for a batch that is dropped (``JobService/discardStaged(batch:)``).
+    public init(clock: @escaping () -> Double = BatchAssembler.monotonicSeconds, discard: @escaping (Key) -> Void) {
         self.clock = clock
+        self.discard = discard
     }
 
     /// Seconds of the monotonic clock.
@@ -51,22 +79,23 @@ public final class BatchAssembler {
     /// Number of batches waiting for parts.
     public var count: Int { pending.count }
 
-    /// Takes one part of a batch.
+    /// Takes one part of a batch: checks each request and hands the part's new rows to `stage`,
+    /// which holds them outside memory until the final part.
     /// - Parameters:
     ///   - owner: the connection's number.
     ///   - batch: the batch id.
     ///   - requests: the part's requests.
     ///   - final: whether this is the last part.
-    ///   - check: checks one request as `transfer.add` would, without queuing it, and returns it
-    ///     validated (``JobService/prevalidate(_:)``); throws ``TransferError``. The batch holds the
-    ///     validated requests, so the final part need not validate them again.
-    /// - Returns: how many requests the batch holds, or, for the final part, all of them.
+    ///   - prepare: checks one request as `transfer.add` would, without queuing it, and returns the
+    ///     new job's row (``JobService/prepare(_:)``); throws ``TransferError``.
+    ///   - stage: holds a part's rows for the batch (``JobService/stage(_:batch:)``).
+    /// - Returns: how many requests the batch holds, or, for the final part, the complete batch.
     /// - Throws: ``BatchRefusal`` (index counted from the batch's first request) when a request is
     ///   refused or names a destination an earlier request of the batch names; the batch is dropped.
-    ///   ``RPCError`` for a part of a batch already dropped.
+    ///   ``RPCError`` for a part of a batch already dropped; what `stage` throws (the batch is dropped).
     public func receive(
         owner: Int, batch: String, requests: [TransferRequest], final: Bool,
-        check: (TransferRequest) throws -> TransferRequest
+        prepare: (TransferRequest) throws -> JobRecord, stage: ([JobRecord], Key) throws -> Void
     ) throws -> Outcome {
         let key = Key(owner: owner, batch: batch)
         if dropped.contains(key) {
@@ -76,52 +105,72 @@ public final class BatchAssembler {
         }
         var entry = pending.removeValue(forKey: key) ?? Pending(lastPartAt: clock())
         do {
-            try Self.add(requests, to: &entry.requests, destinations: &entry.destinations, check: check)
+            var records: [JobRecord] = []
+            records.reserveCapacity(requests.count)
+            for request in requests {
+                records.append(
+                    try Self.check(request, index: entry.count, claims: &entry.destinations, prepare: prepare))
+                entry.count += 1
+            }
+            try stage(records, key)
         } catch {
             dropped.insert(key)
+            discard(key)
             throw error
         }
-        if final { return .complete(entry.requests) }
+        if final { return .complete(Complete(key: key, count: entry.count, destinations: entry.destinations)) }
         entry.lastPartAt = clock()
         pending[key] = entry
-        return .partial(received: entry.requests.count)
+        return .partial(received: entry.count)
     }
 
     /// Checks a whole list sent in one message: no two requests download to the same destination.
     /// - Throws: ``BatchRefusal`` naming the later request of a clash.
     public static func checkDistinctDestinations(_ requests: [TransferRequest]) throws {
-        var held: [TransferRequest] = []
-        var destinations: [String: Int] = [:]
-        try add(requests, to: &held, destinations: &destinations, check: { $0 })
+        var claims: [String: Claim] = [:]
+        for (index, request) in requests.enumerated() {
+            try claim(request.destination, of: request, index: index, in: &claims)
+        }
     }
 
-    private static func add(
-        _ requests: [TransferRequest], to held: inout [TransferRequest], destinations: inout [String: Int],
-        check: (TransferRequest) throws -> TransferRequest
-    ) throws {
-        for request in requests {
-            let index = held.count
-            if (request.kind ?? "download").lowercased() == "download", let destination = request.destination {
-                let normalized = (destination as NSString).standardizingPath
-                if let earlier = destinations[normalized] {
-                    throw BatchRefusal(
-                        index: index,
-                        error: TransferError(
-                            .destinationExists,
-                            "destination: \(destination) is also the destination of request \(earlier)"))
-                }
-                destinations[normalized] = index
-            }
-            do {
-                held.append(try check(request))
-            } catch let error as TransferError {
-                throw BatchRefusal(index: index, error: error)
-            }
+    /// Prepares request `index` of a batch and claims its destination.
+    private static func check(
+        _ request: TransferRequest, index: Int, claims: inout [String: Claim],
+        prepare: (TransferRequest) throws -> JobRecord
+    ) throws -> JobRecord {
+        // The destination as given is claimed first: a clash names the request as `transfer.add`
+        // would, before anything about it is checked.
+        try claim(request.destination, of: request, index: index, in: &claims)
+        let record: JobRecord
+        do {
+            record = try prepare(request)
+        } catch let error as TransferError {
+            throw BatchRefusal(index: index, error: error)
         }
+        if record.destination != request.destination {  // made from a directory and the URL's name
+            try claim(record.destination, of: request, index: index, in: &claims)
+        }
+        return record
+    }
+
+    private static func claim(
+        _ destination: String?, of request: TransferRequest, index: Int, in claims: inout [String: Claim]
+    ) throws {
+        guard (request.kind ?? "download").lowercased() == "download", let destination else { return }
+        let normalized = (destination as NSString).standardizingPath
+        if let earlier = claims[normalized], earlier.index != index {
+            throw BatchRefusal(
+                index: index,
+                error: TransferError(
+                    .destinationExists,
+                    "destination: \(destination) is also the destination of request \(earlier.index)"))
+        }
+        claims[normalized] = Claim(index: index, replace: request.replace == true)
     }
 
     /// Drops every batch of a closed connection.
     public func drop(owner: Int) {
+        for key in pending.keys where key.owner == owner { discard(key) }
         pending = pending.filter { $0.key.owner != owner }
         dropped = dropped.filter { $0.owner != owner }
     }
@@ -135,6 +184,7 @@ public final class BatchAssembler {
         for key in idle {
             pending[key] = nil
             dropped.insert(key)
+            discard(key)
         }
         return idle
     }

@@ -51,51 +51,14 @@ public enum JSONValue: Codable, Sendable, Equatable {
         }
     }
 
-    /// Re-encodes any Encodable value as a JSONValue.
+    /// Encodes any Encodable value as a JSONValue (``JSONValueEncoder``: no JSON text in between).
     public init<T: Encodable>(encoding value: T) throws {
-        let data = try JSONEncoder().encode(value)
-        self = try JSONDecoder().decode(JSONValue.self, from: data)
+        self = try JSONValueEncoder().encode(value)
     }
 
-    /// Decodes this value as `T` (for typed params and results).
+    /// Decodes this value as `T`, for typed params and results (``JSONValueDecoder``).
     public func decode<T: Decodable>(as type: T.Type) throws -> T {
-        let data = try JSONEncoder().encode(self)
-        return try JSONDecoder().decode(T.self, from: data)
-    }
-
-    /// The deepest nesting of arrays and objects a message may have. The daemon's messages nest a
-    /// few levels; a deeper one is refused before it is parsed (each level costs the decoder a
-    /// coding path: a message nested 500 deep took milliseconds, a flood of them the daemon's
-    /// whole loop).
-    public static let maxDepth = 64
-
-    /// Whether `bytes` (one JSON text) nests arrays and objects deeper than `limit`: one pass over
-    /// the bytes, brackets inside strings ignored.
-    public static func nestsDeeper(_ bytes: [UInt8], than limit: Int = maxDepth) -> Bool {
-        var depth = 0
-        var inString = false
-        var escaped = false
-        for b in bytes {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if b == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if b == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
-            switch b {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                if depth > limit { return true }
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
-            }
-        }
-        return false
+        try JSONValueDecoder().decode(T.self, from: self)
     }
 
     /// The member `key` of an object, or nil.

@@ -3,14 +3,19 @@ public protocol JobService: AnyObject {
     /// Validates and queues one job. Throws `TransferError` for refused input.
     func add(_ request: TransferRequest) throws -> JobSnapshot
     /// Checks one request as `add` would (validation, destination clashes with stored jobs)
-    /// without queuing it. Throws `TransferError`.
-    @discardableResult
-    func prevalidate(_ request: TransferRequest) throws -> TransferRequest
+    /// without queuing it, and returns the new job's row. Throws `TransferError`.
+    func prepare(_ request: TransferRequest) throws -> JobRecord
     /// Queues all requests in one transaction, or none. Throws `BatchRefusal` naming the first refused index (from 0).
-    func addMany(_ requests: [TransferRequest]) throws -> [JobSnapshot]
-    /// ``addMany(_:)`` of requests ``prevalidate(_:)`` returned (a batch's parts, checked as they
-    /// arrived): they are not validated again, only checked for clashes.
-    func addMany(validated requests: [TransferRequest]) throws -> [JobSnapshot]
+    func addMany(_ requests: [TransferRequest]) throws -> AddedJobs
+    /// Holds rows ``prepare(_:)`` made for a batch sent in parts, after those already held.
+    func stage(_ records: [JobRecord], batch: String) throws
+    /// Forgets the rows held for a batch that was dropped.
+    func discardStaged(batch: String)
+    /// Queues a complete batch's held rows in one transaction, or none, after checking its
+    /// destinations against the jobs queued since its parts arrived.
+    /// - Returns: the new jobs' ids (consecutive, in the batch's order).
+    /// - Throws: `BatchRefusal` naming the first request whose destination is now taken.
+    func addStaged(_ batch: BatchAssembler.Complete) throws -> ClosedRange<Int64>
     /// One job's object, or nil.
     func job(_ id: Int64) -> JobSnapshot?
     /// Up to `limit` jobs with id > `after` (nil: from the start), in id order, optionally in one state.

@@ -135,6 +135,36 @@ public final class RPCClient {
         return try awaitResponse(id: id, method: method, deadline: Self.now() + timeout)
     }
 
+    /// Sends one request whose params are already JSON text, without waiting for its answer: a
+    /// client that pipelines (the parts of a long `transfer.addMany`) sends several, then takes
+    /// each answer with ``response(to:method:)`` or ``streamResult(of:method:into:)``, in order.
+    /// - Parameters:
+    ///   - method: the method name (``RPCMethod``).
+    ///   - params: the params object's JSON text.
+    /// - Returns: the request's id.
+    /// - Throws: ``ClientError``.
+    public func post(method: String, params: [UInt8]) throws -> Int64 {
+        let id = nextID
+        nextID += 1
+        var writer = JobJSONWriter(capacity: params.count + 96)
+        writer.key(#"{"id":"#)
+        writer.int(id)
+        writer.key(#","jsonrpc":"2.0","method":"#)
+        writer.string(method)
+        writer.key(#","params":"#)
+        writer.raw(params)
+        writer.key("}\n")
+        try send(Data(writer.bytes))
+        return id
+    }
+
+    /// Waits for the answer to a request sent with ``post(method:params:)``.
+    /// - Returns: the response's `result`.
+    /// - Throws: ``RPCError`` when the daemon answers with an error; ``ClientError`` otherwise.
+    public func response(to id: Int64, method: String) throws -> JSONValue {
+        try awaitResponse(id: id, method: method, deadline: Self.now() + timeout)
+    }
+
     /// What ``callStreamingResult(method:params:into:)`` did with the response.
     public enum StreamedResponse: Sendable, Equatable {
         /// The result's bytes went to the sink as the daemon wrote them; `byteCount` of them.
@@ -164,7 +194,14 @@ public final class RPCClient {
     public func callStreamingResult(
         method: String, params: JSONValue? = nil, into sink: (UnsafeRawBufferPointer) throws -> Void
     ) throws -> StreamedResponse {
-        let id = try sendRequest(method: method, params: params)
+        try streamResult(of: try sendRequest(method: method, params: params), method: method, into: sink)
+    }
+
+    /// Copies the bytes of the result of request `id` (sent, not yet answered) to `sink` as they
+    /// arrive, as ``callStreamingResult(method:params:into:)`` does.
+    public func streamResult(
+        of id: Int64, method: String, into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> StreamedResponse {
         let prefix = Array(#"{"id":\#(id),"jsonrpc":"2.0","result":"#.utf8)
         var head = buffer.takeAll()
         var deadline = Self.now() + timeout
@@ -213,9 +250,10 @@ public final class RPCClient {
         nextID += 1
         var request: [String: JSONValue] = ["jsonrpc": .string("2.0"), "id": .int(id), "method": .string(method)]
         if let params { request["params"] = params }
-        var line = try JSONEncoder().encode(JSONValue.object(request))
-        line.append(UInt8(ascii: "\n"))
-        try send(line)
+        var writer = JobJSONWriter(capacity: 256)
+        writer.value(.object(request))
+        writer.bytes.append(UInt8(ascii: "\n"))
+        try send(Data(writer.bytes))
         return id
     }
 
@@ -225,7 +263,7 @@ public final class RPCClient {
             guard let line = try readLine(until: deadline) else { throw ClientError.timeout(method: method) }
             let message: JSONValue
             do {
-                message = try JSONDecoder().decode(JSONValue.self, from: line)
+                message = try JSONParser.parse(line)
             } catch {
                 throw ClientError.protocolViolation("a line that is not JSON")
             }
@@ -308,7 +346,7 @@ public final class RPCClient {
                 continue
             }
             guard let line = try readLine(until: nextTick) else { continue }
-            guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: line),
+            guard case .object(let fields)? = try? JSONParser.parse(line),
                 fields["id"] == nil, case .string(let name)? = fields["method"]
             else { continue }  // a stray response or junk: not an event
             pending.append(Self.event(method: name, params: fields["params"]))

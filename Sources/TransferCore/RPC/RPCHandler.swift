@@ -80,12 +80,14 @@ public final class RPCContext {
 
     /// Creates the context.
     public init(
-        service: JobService, info: DaemonInfo, batches: BatchAssembler = BatchAssembler(),
+        service: JobService, info: DaemonInfo, batches: BatchAssembler? = nil,
         requestShutdown: @escaping () -> Void
     ) {
         self.service = service
         self.info = info
-        self.batches = batches
+        self.batches =
+            batches
+            ?? BatchAssembler(discard: { [weak service] key in service?.discardStaged(batch: key.storeKey) })
         self.requestShutdown = requestShutdown
     }
 }

@@ -8,17 +8,18 @@ public enum RPCReply {
     /// A result written piece by piece, each piece asked for when the previous one was flushed.
     case stream(RPCResultStream)
 
-    /// The encoder of results and errors: sorted keys (the CLI relies on the order of a
-    /// response's keys), slashes as they are.
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    /// Encodes a result or an error as JSON text: sorted keys (the CLI relies on the order of a
+    /// response's keys), slashes as they are (``JSONValueEncoder`` and ``JobJSONWriter/value(_:)``,
+    /// which write what `JSONEncoder` with `.sortedKeys, .withoutEscapingSlashes` writes).
+    static func json<T: Encodable>(_ value: T) throws -> [UInt8] {
+        var writer = JobJSONWriter(capacity: 256)
+        writer.value(try JSONValueEncoder().encode(value))
+        return writer.bytes
+    }
 
-    /// A result encoded by `JSONEncoder` (small results).
+    /// A result encoded as JSON (small results).
     public static func encoding<T: Encodable>(_ value: T) throws -> RPCReply {
-        .json(Array(try encoder.encode(value)))
+        .json(try json(value))
     }
 
     /// One job object as the result.
@@ -81,11 +82,11 @@ final class JobListStream: RPCResultStream {
 /// A result holding jobs already in memory, `{"jobs":[...]}` (`transfer.addMany`), written a page
 /// at a time so that the bytes of 100,000 jobs never sit in memory at once.
 final class JobArrayStream: RPCResultStream {
-    private let jobs: [JobSnapshot]
+    private let jobs: AddedJobs
     private var next = 0
 
     /// A stream of `jobs` in their order.
-    init(jobs: [JobSnapshot]) { self.jobs = jobs }
+    init(jobs: AddedJobs) { self.jobs = jobs }
 
     func writeNext(into writer: inout JobJSONWriter) -> Bool {
         if next == 0 { writer.key("{\"jobs\":[") }
@@ -100,5 +101,42 @@ final class JobArrayStream: RPCResultStream {
             return true
         }
         return false
+    }
+}
+
+/// `{"jobs":[...]}` of jobs just queued with consecutive ids (a batch sent in parts), read from the
+/// store a page at a time: the batch's jobs are never all in memory at once.
+final class JobRangeStream: RPCResultStream {
+    private let service: JobService
+    private let ids: ClosedRange<Int64>
+    private var after: Int64
+    private var written = 0
+    private var started = false
+
+    /// A stream of the jobs with ids in `ids`, in id order.
+    init(service: JobService, ids: ClosedRange<Int64>) {
+        self.service = service
+        self.ids = ids
+        self.after = ids.lowerBound - 1
+    }
+
+    func writeNext(into writer: inout JobJSONWriter) -> Bool {
+        if !started {
+            started = true
+            writer.key("{\"jobs\":[")
+        }
+        let want = Int(min(Int64(JobListStream.pageSize), ids.upperBound - after))
+        let page = want > 0 ? service.jobs(state: nil, after: after, limit: want) : []
+        for job in page where job.id <= ids.upperBound {
+            if written > 0 { writer.key(",") }
+            writer.write(job)
+            written += 1
+        }
+        if let last = page.last, page.count == want, last.id < ids.upperBound {
+            after = last.id
+            return false
+        }
+        writer.key("]}")
+        return true
     }
 }

@@ -71,16 +71,9 @@ public final class RPCServer {
     /// Parses one line and has the router answer it; the answer waits for ``endOfInput()``.
     func handleLine(_ line: [UInt8], from conn: RPCConnection) {
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
-        if JSONValue.nestsDeeper(line) {
-            return reject(
-                conn,
-                RPCError(
-                    code: RPCErrorCode.parseError,
-                    message: "parse error: nested deeper than \(JSONValue.maxDepth) levels"))
-        }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(line))
+            value = try JSONParser.parse(line)
         } catch {
             return reject(conn, RPCError(code: RPCErrorCode.parseError, message: "parse error: not JSON"))
         }
@@ -161,8 +154,8 @@ public final class RPCServer {
         case .success(.stream(let stream)):
             conn.send(head: Self.head(id: id), stream: stream)
         case .failure(let error):
-            guard let line = try? RPCReply.encoder.encode(ErrorResponse(error: error, id: id)) else { return }
-            conn.send(Array(line))
+            guard let line = try? RPCReply.json(ErrorResponse(error: error, id: id)) else { return }
+            conn.send(line)
         }
     }
 

@@ -79,7 +79,9 @@ struct BatchSplitter {
         let envelope: JSONValue = .object([
             "jsonrpc": .string("2.0"), "id": .int(Int64.max), "method": .string(method), "params": params,
         ])
-        return try JSONEncoder().encode(envelope).count + 1
+        var writer = JobJSONWriter()
+        writer.value(envelope)
+        return writer.bytes.count + 1
     }
 
     /// The overheads for ``plan(sizes:singleOverhead:partOverhead:)``: the lines of a single
@@ -91,11 +93,36 @@ struct BatchSplitter {
     }
 
     /// The encoded length of one request inside the array.
-    /// - Parameters:
-    ///   - request: the request's params.
-    ///   - encoder: the encoder to measure with (reused across a list); ``RPCClient`` sends with
-    ///     the default settings.
-    static func size(of request: JSONValue, encoder: JSONEncoder = JSONEncoder()) throws -> Int {
-        try encoder.encode(request).count
+    static func size(of request: JSONValue) throws -> Int {
+        encode(request).count
+    }
+
+    /// One request's params as the JSON text ``RPCClient`` sends.
+    static func encode(_ request: JSONValue) -> [UInt8] {
+        var writer = JobJSONWriter(capacity: 256)
+        writer.value(request)
+        return writer.bytes
+    }
+
+    /// The params of a message as JSON text, from requests already encoded (``encode(_:)``): a
+    /// single message's when `batch` is nil, else one part's; the same bytes as
+    /// ``singleParams(_:)`` and ``partParams(batch:requests:final:)`` give.
+    static func params(batch: String?, final: Bool, requests: ArraySlice<[UInt8]>) -> [UInt8] {
+        var writer = JobJSONWriter(capacity: requests.reduce(64) { $0 + $1.count + 1 })
+        if let batch {
+            writer.key(#"{"batch":"#)
+            writer.string(batch)
+            writer.key(#","final":"#)
+            writer.bool(final)
+            writer.key(#","requests":["#)
+        } else {
+            writer.key(#"{"requests":["#)
+        }
+        for (i, request) in requests.enumerated() {
+            if i > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            writer.raw(request)
+        }
+        writer.key("]}")
+        return writer.bytes
     }
 }

@@ -99,65 +99,64 @@ struct Submission {
     }
 
     private func addMany(client: RPCClient, idsOnly: Bool) throws -> Added {
-        // One conversion for the whole list (one encoder and decoder, not one each).
-        guard case .array(let requests) = try JSONValue(encoding: items.map(\.request)) else {
-            preconditionFailure("an array encodes as a JSON array")
-        }
+        // Each request is written as JSON text once: measured for the plan, then copied into its part.
+        let encoder = JSONValueEncoder()
+        let encoded = try items.map { BatchSplitter.encode(try encoder.encode($0.request)) }
         let overheads = try BatchSplitter.overheads()
-        let encoder = JSONEncoder()
-        let plan: BatchSplitter.Plan
+        let ranges: [Range<Int>]
+        let batch: String?
         do {
-            plan = try BatchSplitter().plan(
-                sizes: requests.map { try BatchSplitter.size(of: $0, encoder: encoder) },
-                singleOverhead: overheads.single, partOverhead: overheads.part)
+            switch try BatchSplitter().plan(
+                sizes: encoded.map(\.count), singleOverhead: overheads.single, partOverhead: overheads.part)
+            {
+            case .single:
+                ranges = [0..<items.count]
+                batch = nil
+            case .parts(let parts):
+                ranges = parts
+                batch = BatchSplitter.newBatchID()
+            }
         } catch let error as BatchSplitter.RequestTooLarge {
             throw CLIFailure.usage(
                 Self.prefix(items[error.index].origin) + "the request is too large (\(error.size) bytes encoded)")
         }
-        var scannedIds: [Int64]?
-        // The last call: decoded whole, or (idsOnly) streamed through the id scanner.
-        func finalCall(_ params: JSONValue) throws -> JSONValue? {
-            guard idsOnly else { return try client.call(method: BatchSplitter.method, params: .some(params)) }
+        // Every part goes out before any answer is read, so that the daemon checks one part while
+        // this process writes the next. A refused part drops the batch and the daemon refuses the
+        // parts after it, so the first error read is the one to report.
+        let method = BatchSplitter.method
+        var posted: [Int64] = []
+        for (number, range) in ranges.enumerated() {
+            let final = number == ranges.count - 1
+            let params = BatchSplitter.params(batch: batch, final: final, requests: encoded[range])
+            posted.append(try client.post(method: method, params: params))
+        }
+        for (number, id) in zip(posted.indices, posted).dropLast() {
+            let answer = try client.response(to: id, method: method)
+            if answer["received"] != .int(Int64(ranges[number].upperBound)) {
+                throw ClientError.protocolViolation(
+                    "a \(method) part acknowledged as \(answer["received"].map { "\($0)" } ?? "nothing"), not \(ranges[number].upperBound) requests"
+                )
+            }
+        }
+        guard let last = posted.last else { return Added() }
+        let result: JSONValue
+        if idsOnly {
+            // Read as it arrives: only the ids, without decoding 100,000 job objects.
             var scanner = JobIdScanner()
-            switch try client.callStreamingResult(
-                method: BatchSplitter.method, params: params, into: { scanner.feed($0) })
-            {
+            switch try client.streamResult(of: last, method: method, into: { scanner.feed($0) }) {
             case .decoded(let value):
-                return value
+                result = value
             case .streamed:
                 guard let ids = scanner.ids, ids.count == items.count else {
-                    throw ClientError.protocolViolation("a \(BatchSplitter.method) result without one job per request")
+                    throw ClientError.protocolViolation("a \(method) result without one job per request")
                 }
-                scannedIds = ids
-                return nil
+                return Added(ids: ids)
             }
+        } else {
+            result = try client.response(to: last, method: method)
         }
-        let result: JSONValue?
-        switch plan {
-        case .single:
-            result = try finalCall(BatchSplitter.singleParams(requests))
-        case .parts(let ranges):
-            let batch = BatchSplitter.newBatchID()
-            var last: JSONValue? = .null
-            for (number, range) in ranges.enumerated() {
-                let final = number == ranges.count - 1
-                let params = BatchSplitter.partParams(batch: batch, requests: Array(requests[range]), final: final)
-                if final {
-                    last = try finalCall(params)
-                    break
-                }
-                last = try client.call(method: BatchSplitter.method, params: .some(params))
-                if last?["received"] != .int(Int64(range.upperBound)) {
-                    throw ClientError.protocolViolation(
-                        "a \(BatchSplitter.method) part acknowledged as \(last?["received"].map { "\($0)" } ?? "nothing"), not \(range.upperBound) requests"
-                    )
-                }
-            }
-            result = last
-        }
-        if let scannedIds { return Added(ids: scannedIds) }
-        guard case .array(let jobs)? = result?["jobs"], jobs.count == items.count else {
-            throw ClientError.protocolViolation("a \(BatchSplitter.method) result without one job per request")
+        guard case .array(let jobs)? = result["jobs"], jobs.count == items.count else {
+            throw ClientError.protocolViolation("a \(method) result without one job per request")
         }
         return Added(jobs: jobs, ids: try Self.ids(of: jobs))
     }

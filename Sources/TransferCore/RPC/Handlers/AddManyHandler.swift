@@ -11,27 +11,28 @@ struct AddManyHandler: RPCHandler {
     func handle(_ request: RPCRequest) throws -> RPCReply {
         let params = try request.decode(AddManyParams.self)
         let service = request.context.service
-        let requests: [TransferRequest]
-        var validated = false
-        if let batch = params.batch {
-            guard let final = params.final else {
-                throw RPCError.invalidParams("missing final (a batch part needs it)")
-            }
-            let outcome = try request.context.batches.receive(
-                owner: request.connection.number, batch: batch, requests: params.requests, final: final,
-                check: service.prevalidate)
-            switch outcome {
-            case .partial(let received):
-                return try .encoding(AddManyPartResult(batch: batch, received: received))
-            case .complete(let all):
-                requests = all
-                validated = true
-            }
-        } else {
+        guard let batch = params.batch else {
             try BatchAssembler.checkDistinctDestinations(params.requests)
-            requests = params.requests
+            return .stream(JobArrayStream(jobs: try service.addMany(params.requests)))
         }
-        let jobs = validated ? try service.addMany(validated: requests) : try service.addMany(requests)
-        return .stream(JobArrayStream(jobs: jobs))
+        guard let final = params.final else {
+            throw RPCError.invalidParams("missing final (a batch part needs it)")
+        }
+        let outcome = try request.context.batches.receive(
+            owner: request.connection.number, batch: batch, requests: params.requests, final: final,
+            prepare: service.prepare, stage: { try service.stage($0, batch: $1.storeKey) })
+        switch outcome {
+        case .partial(let received):
+            return try .encoding(AddManyPartResult(batch: batch, received: received))
+        case .complete(let complete):
+            let ids: ClosedRange<Int64>
+            do {
+                ids = try service.addStaged(complete)
+            } catch {
+                service.discardStaged(batch: complete.key.storeKey)
+                throw error
+            }
+            return .stream(JobRangeStream(service: service, ids: ids))
+        }
     }
 }
