@@ -25,8 +25,8 @@ class Tmpfs:
     """A tmpfs of ``size`` bytes at a fresh directory (or, with ``kind="ext4"``, a loop-mounted
     ext4 image without reserved blocks); ``fill()`` takes every free byte."""
 
-    def __init__(self, size: int, kind: str = "tmpfs") -> None:
-        self.path = make_temp_root("aft-tmpfs-")
+    def __init__(self, size: int, kind: str = "tmpfs", path: Path | None = None) -> None:
+        self.path = path or make_temp_root("aft-tmpfs-")
         self.image = None
         if kind == "ext4":
             self.image = make_temp_root("aft-img-") / "fs.img"
@@ -36,7 +36,8 @@ class Tmpfs:
                            stdout=subprocess.DEVNULL)
             subprocess.run(["mount", "-o", "loop", str(self.image), str(self.path)], check=True)
         else:
-            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(self.path)],
+            mode = "0700" if path else "0755"
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode={mode}", "tmpfs", str(self.path)],
                            check=True)
         self.mounted = True
         self.filler = self.path / "filler"

@@ -8,7 +8,6 @@ in teardown after the daemon is stopped."""
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
@@ -25,11 +24,7 @@ def full_home(daemon_factory):
         pytest.skip("mounting a small tmpfs needs root")
     d = daemon_factory(start=False)
     d.home.mkdir(parents=True, exist_ok=True)
-    fs = Tmpfs.__new__(Tmpfs)
-    fs.path = d.home
-    fs.filler = d.home / "filler"
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(d.home)], check=True)
-    fs.mounted = True
+    fs = Tmpfs(16 * MiB, path=d.home)
     try:
         d.start()
         yield d, fs
