@@ -8,6 +8,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <malloc.h>
 
 /// The uid of the peer of a connected Unix socket, or -1 (errno set).
 static inline long aft_peer_uid(int fd) {
@@ -26,6 +27,9 @@ static inline int aft_handle_fd(uv_handle_t *h) {
 }
 
 static inline size_t aft_sizeof_loop(void) { return sizeof(uv_loop_t); }
+
+/* Returns freed heap memory to the system (HeapTrimmer). */
+static inline int aft_malloc_trim(void) { return malloc_trim(0); }
 
 /// Moves the calling thread (only it) into the network namespace open at `fd` (setns(2) with
 /// CLONE_NEWNET); 0, or -1 with errno set. Declared here because Swift's Glibc hides setns.

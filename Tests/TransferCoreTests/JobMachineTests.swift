@@ -37,10 +37,11 @@ final class JobMachineTests: XCTestCase {
             .start, .attemptEnded(.completed(sha256: "x", bytes: 1)),
             .attemptEnded(.failed(TransferError(.network, "x"), retryAfter: nil)), .pause, .resume, .cancel, .retry,
             .retryDue, .networkReturned, .requeue(.restart), .recovered(fileInPlace: false),
-            .recovered(fileInPlace: true),
+            .recovered(fileInPlace: true), .diskSpaceChanged,
+            .attemptEnded(.failed(TransferError(.diskFull, "x"), retryAfter: nil)),
         ]
         for state in TransferState.allCases {
-            for reason in [nil, WaitReason.backoff, .offline] {
+            for reason in [nil, WaitReason.backoff, .offline, .disk] {
                 for e in events {
                     if case .success(let t) = apply(e, job(state, waitReason: reason)), let next = t.patch.state {
                         XCTAssertTrue(state.canTransition(to: next), "\(state) -> \(next) on \(e)")
@@ -203,5 +204,54 @@ final class JobMachineTests: XCTestCase {
         if case .failure = apply(.remove(deleteFiles: false), job(.running), finishing: true) {
             XCTFail("remove refused while finishing")
         }
+    }
+
+    // MARK: - Disk full
+
+    func testThatRunningOutOfSpaceWaitsForDiskWithoutSpendingARetryOrArmingATimer() throws {
+        let full = TransferError(.diskFull, "cannot write /d/f.aftpart: No space left on device", retryable: false)
+        let t = try XCTUnwrap(
+            success(apply(.attemptEnded(.failed(full, retryAfter: nil)), job(.running, retriesUsed: 3))))
+        XCTAssertEqual(t.patch.state, .waiting)
+        XCTAssertEqual(t.patch.waitReason, .some(.disk))
+        XCTAssertEqual(t.patch.nextRetryAt, .some(nil))
+        XCTAssertNil(t.patch.retriesUsed, "no retry is spent waiting for space")
+        XCTAssertEqual(t.patch.error??.code, .diskFull)
+        XCTAssertEqual(t.patch.error??.retryable, true)
+        XCTAssertEqual(t.actions, [.watchDiskSpace, .notify, .schedule])
+    }
+
+    func testThatRunningOutOfSpaceWaitsEvenWithNoRetriesLeft() throws {
+        let full = TransferError(.diskFull, "full")
+        let t = try XCTUnwrap(
+            success(apply(.attemptEnded(.failed(full, retryAfter: nil)), job(.running, retriesUsed: 2, retryLimit: 2))))
+        XCTAssertEqual(t.patch.state, .waiting)
+        XCTAssertEqual(t.patch.waitReason, .some(.disk))
+    }
+
+    func testThatFreeSpaceQueuesOnlyAJobWaitingForDisk() throws {
+        let t = try XCTUnwrap(success(apply(.diskSpaceChanged, job(.waiting, waitReason: .disk))))
+        XCTAssertEqual(t.patch.state, .queued)
+        XCTAssertEqual(t.patch.waitReason, .some(nil))
+        XCTAssertEqual(t.actions, [.notify, .schedule])
+        for reason in [WaitReason.backoff, .offline] {
+            if case .success = apply(.diskSpaceChanged, job(.waiting, waitReason: reason)) {
+                XCTFail("diskSpaceChanged applied to a job waiting for \(reason)")
+            }
+        }
+        if case .success = apply(.retryDue, job(.waiting, waitReason: .disk)) {
+            XCTFail("a retry timer started a job waiting for disk")
+        }
+        if case .success = apply(.networkReturned, job(.waiting, waitReason: .disk)) {
+            XCTFail("the network started a job waiting for disk")
+        }
+    }
+
+    func testThatAJobWaitingForDiskCanBePausedAndCancelled() throws {
+        let p = try XCTUnwrap(success(apply(.pause, job(.waiting, waitReason: .disk))))
+        XCTAssertEqual(p.patch.state, .paused)
+        XCTAssertEqual(p.patch.waitReason, .some(nil))
+        let c = try XCTUnwrap(success(apply(.cancel, job(.waiting, waitReason: .disk))))
+        XCTAssertEqual(c.patch.state, .cancelled)
     }
 }

@@ -193,7 +193,7 @@ def assert_job_schema(job: dict) -> None:
     assert is_int(job["attempts"]) and job["attempts"] >= 0, job["attempts"]
     assert job["httpStatus"] is None or is_int(job["httpStatus"]), job["httpStatus"]
     assert_error_schema(job["error"])
-    assert job["waitReason"] in (None, "backoff", "offline"), job["waitReason"]
+    assert job["waitReason"] in (None, "backoff", "offline", "disk"), job["waitReason"]
     if job["state"] != "waiting":
         assert job["waitReason"] is None, f"waitReason outside waiting: {job}"
     assert job["nextRetryAt"] is None or RFC3339_UTC.match(job["nextRetryAt"]), job["nextRetryAt"]

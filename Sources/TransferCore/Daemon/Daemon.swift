@@ -100,7 +100,14 @@ public final class Daemon {
         do {
             let engine = try Engine(loop: loop, store: store, config: cfg)
             self.engine = engine
-            try engine.recover()
+            do {
+                try engine.recover()
+            } catch {
+                // Damage the first look did not find: the file is left as it is.
+                shutdown()
+                loop.run()
+                return fail("cannot read the job database \(paths.database): \(error)")
+            }
             let context = RPCContext(
                 service: engine,
                 info: RPCContext.DaemonInfo(

@@ -120,6 +120,10 @@ final class DownloadTask: TransferTask {
             }
             total = header("content-length").flatMap { Int64($0) }
         }
+        if let err = Self.lacksSpace(for: total, from: offset, partPath: partPath) {
+            abortError = err
+            return
+        }
         var p = JobPatch()
         if offset == 0 { p.durableBytes = 0 }
         p.etag = .some(header("etag"))
@@ -127,6 +131,34 @@ final class DownloadTask: TransferTask {
         p.total = .some(total)
         write(p)
         keepBody = true
+    }
+
+    // MARK: - Disk full (SPEC "Disk full and other faults")
+
+    /// A `disk_full` error when a known size will not fit: the job waits for space before it
+    /// writes a byte, instead of filling the disk and failing half way.
+    static func lacksSpace(for total: Int64?, from offset: Int64, partPath: String?) -> TransferError? {
+        guard let total, let partPath, total > offset else { return nil }
+        let needed = total - offset
+        guard let free = DiskSpace.available(at: partPath), free < needed else { return nil }
+        return TransferError(
+            .diskFull,
+            "\(DiskSpace.describe(needed)) to write, \(DiskSpace.describe(free)) free for \(partPath)", retryable: true)
+    }
+
+    /// The error of a failed sync: `disk_full` (the job waits for space) when the file system
+    /// ran out only then, else `io`.
+    static func syncFailure(_ part: PartFile) -> TransferError {
+        let e = part.lastSyncErrno
+        if e == ENOSPC || e == EDQUOT { return FileErrors.error(e, "cannot sync \(part.path)") }
+        return TransferError(.io, "cannot sync \(part.path)", retryable: false)
+    }
+
+    /// After a write failed for want of space: the part is cut back to the bytes counted (a
+    /// short write may have left a few more), so it stays byte-exact up to its checkpoint.
+    private func trimAfterDiskFull(_ error: TransferError) {
+        guard error.code == .diskFull, let part else { return }
+        _ = part.truncate(to: bytes)
     }
 
     /// Names the destination from Content-Disposition or the URL (directory mode).
@@ -252,7 +284,7 @@ final class DownloadTask: TransferTask {
         part.sync { ok in
             guard ok else {
                 part.close()
-                report(.failed(TransferError(.io, "cannot sync \(part.path)", retryable: false), retryAfter: nil))
+                report(.failed(Self.syncFailure(part), retryAfter: nil))
                 return
             }
             self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
@@ -313,6 +345,7 @@ final class DownloadTask: TransferTask {
     }
 
     override func failed(_ error: TransferError, then: @escaping () -> Void) {
+        trimAfterDiskFull(error)
         hasher?.close()
         checkpoint {
             self.part?.close()

@@ -10,6 +10,7 @@ extension Engine {
     public func setURL(_ id: Int64, url: String) throws -> JobSnapshot? {
         let valid = try RequestValidator.validatedURL(url)
         guard let r = record(id) else { return nil }
+        try ensureStoreWritable()  // a full home refuses the change before anything changes
         let strongETag = r.etag.map { !$0.hasPrefix("W/") } ?? false
         let keepPart = strongETag || r.lastModified != nil
         let result = dispatch(id, .setURL(valid, keepPart: keepPart), loaded: JobFacts(r))

@@ -18,6 +18,14 @@ public struct EngineConfig: Sendable {
     public static let defaultCheckpointInterval = Checkpointer.defaultInterval
     /// libuv's pool threads: completions fdatasync, hash and fsync directories there in parallel.
     public static let poolThreads = 16
+    /// The default of ``homeReserve``.
+    public static let defaultHomeReserve: Int64 = 1 << 20
+    /// How often a failing group commit is tried again (seconds), instead of on every loop pass.
+    public static let commitRetryInterval = 0.5
+
+    /// Requests that would add or change a job are refused while less than this many bytes are
+    /// free on the file system of the job database (SPEC "Disk full": the home is full).
+    public var homeReserve = EngineConfig.defaultHomeReserve
 
     public var maxActive = EngineConfig.defaultMaxActive
     public var stallTimeout = EngineConfig.defaultStallTimeout
@@ -77,6 +85,38 @@ public final class Engine: AttemptHost {
     public private(set) var isReachable = true
     /// Jitter source in -1...1 (replaceable for tests).
     var jitter: () -> Double = { Double.random(in: -1...1) }
+    /// Wall clock for timestamps, monotonic clock for retry deadlines (replaceable for tests).
+    var clock = EngineClock.system
+    /// Jobs waiting for free space (`waitReason` `"disk"`).
+    private(set) lazy var diskWatcher = DiskSpaceWatcher(
+        loop: loop,
+        stillWaiting: { [unowned self] id in
+            guard let f = self.scheduler.facts[id] else { return false }
+            return f.state == .waiting && f.waitReason == .disk
+        },
+        onFree: { [unowned self] id in
+            Log.info("disk space is free again: starting", job: id)
+            self.dispatch(id, .diskSpaceChanged)
+            self.schedule()
+        })
+    /// While a control command performs the transitions it decided, no job is started: a slot
+    /// freed by its first id must not start a job that a later id pauses or cancels.
+    private var holdScheduling = false
+    /// Rows a control command deleted before acting: their files are still to be deleted.
+    private var vanishing: [Int64: JobRecord] = [:]
+    /// What a job that just ran out of space waits for (set when its attempt ends).
+    private var diskNeeds: [Int64: DiskSpaceWatcher.Need] = [:]
+    /// A job's bytes when it last ran out of space, and how often in a row it did so without
+    /// writing more (each time it is held back twice as long).
+    private var diskStrikes: [Int64: (bytes: Int64, count: Int)] = [:]
+    /// Since when (monotonic s) group commits fail; nil while the store writes.
+    private var commitFailingSince: Double?
+    /// When (monotonic s) the end of a pass may try a failing commit again.
+    private var nextCommitTry = 0.0
+    /// Space set aside in the home, given up when the disk fills so bookkeeping can go on.
+    private lazy var reserve = SpaceReserve(
+        path: ((store.path as NSString).deletingLastPathComponent as NSString)
+            .appendingPathComponent("aftransferd.reserve"))
 
     /// Creates the engine; call ``recover()`` then ``start()``.
     public init(loop: EventLoop, store: JobStore, config: EngineConfig) throws {
@@ -104,6 +144,7 @@ public final class Engine: AttemptHost {
     /// the in-memory queue.
     public func recover() throws {
         let now = Timestamp.now()
+        if !reserve.acquire() { Log.info("no room for the reserve \(reserve.path) yet") }
         var counts = try store.counts()
         for s in TransferState.allCases where Scheduler.tracks(s) { counts[s] = 0 }
         scheduler = Scheduler(untrackedCounts: counts)
@@ -146,10 +187,16 @@ public final class Engine: AttemptHost {
             }
             recovered.append(facts)
         }
-        try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
         for f in recovered { scheduler.add(f) }
-        try store.commit(batch, now: now)
-        batch = WriteBatch()
+        do {
+            try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
+            try store.commit(batch, now: now)
+            batch = WriteBatch()
+        } catch  where JobStore.isDiskFull(error) {
+            // The home is full: start all the same; the changes stay pending until it is not.
+            Log.info("cannot write the job database \(store.path): its disk is full; retrying")
+            commitFailingSince = clock.monotonic()
+        }
     }
 
     /// Starts the periodic tick, the end-of-pass commit and the scheduler; arms the timers of
@@ -162,8 +209,10 @@ public final class Engine: AttemptHost {
             switch f.waitReason {
             case .offline?:
                 if isReachable { dispatch(id, .networkReturned) }
+            case .disk?:
+                if let r = record(id) { diskWatcher.watch(id, diskNeed(r, bytes: r.durableBytes, total: r.total)) }
             default:
-                scheduler.arm(id, at: f.nextRetryAt ?? Timestamp.now())
+                scheduler.arm(id, at: clock.monotonicDeadline(wallAt: f.nextRetryAt ?? clock.wall()))
             }
         }
         rearmRetryTimer()
@@ -177,6 +226,7 @@ public final class Engine: AttemptHost {
         shuttingDown = true
         tick.close()
         retryTimer.close()
+        diskWatcher.close()
         for (id, task) in tasks.sorted(by: { $0.key < $1.key }) {
             task.halt()
             task.checkpointNow()
@@ -208,9 +258,63 @@ public final class Engine: AttemptHost {
         for (method, job) in ready { onEvent?(method, job) }
     }
 
-    /// ``commit()`` at the end of a loop pass, logging a failure (the changes stay pending).
+    /// ``commit()`` at the end of a loop pass. A failure (the home's disk full) keeps the changes
+    /// pending, is logged once, and is tried again every ``EngineConfig/commitRetryInterval``,
+    /// not on every pass; transfers go on meanwhile.
     func commitOrLog() {
-        do { try commit() } catch { Log.info("cannot write the job database: \(error)") }
+        let now = clock.monotonic()
+        if commitFailingSince != nil && now < nextCommitTry { return }
+        do {
+            do {
+                try commit()
+            } catch  where JobStore.isDiskFull(error) && reserve.release() {
+                Log.info("the disk of the job database is full: using the reserve \(reserve.path)")
+                try commit()
+            }
+            if let since = commitFailingSince {
+                Log.info("the job database is written again (after \(Int(now - since)) s)")
+                commitFailingSince = nil
+            }
+        } catch {
+            if commitFailingSince == nil {
+                Log.info("cannot write the job database \(store.path): \(error); changes kept, retrying")
+                commitFailingSince = now
+            }
+            nextCommitTry = now + EngineConfig.commitRetryInterval
+        }
+    }
+
+    /// Before a request adds or changes jobs: refuses it while the home's disk is (nearly) full,
+    /// and commits what is pending, so that the request's own write starts from a clean slate.
+    /// - Throws: `disk_full` naming the disk; nothing is changed then.
+    func ensureStoreWritable() throws {
+        let dir = (store.path as NSString).deletingLastPathComponent
+        if !reserve.isHeld {
+            // Spent on a full disk: new work waits until the reserve is back and room is left.
+            let free = DiskSpace.available(at: dir) ?? 0
+            guard free >= reserve.size + config.homeReserve, reserve.acquire() else { throw homeFull(free: free) }
+            Log.info("the disk of the job database has room again: reserve \(reserve.path) restored")
+        }
+        if let free = DiskSpace.available(at: dir), free < config.homeReserve {
+            throw homeFull(free: free)
+        }
+        do { try commit() } catch { throw storeFailure(error) }
+    }
+
+    /// The refusal of a request while the job database cannot be written for want of space.
+    private func homeFull(free: Int64?) -> TransferError {
+        let dir = (store.path as NSString).deletingLastPathComponent
+        let left = free.map { " (\(DiskSpace.describe($0)) free)" } ?? ""
+        return TransferError(
+            .diskFull,
+            "the disk holding the job database \(dir) is full\(left): nothing was added or changed; "
+                + "free some space and try again",
+            retryable: true)
+    }
+
+    /// A store error as a request's error: `disk_full` for a full disk, else as it is.
+    private func storeFailure(_ error: Error) -> Error {
+        JobStore.isDiskFull(error) ? homeFull(free: nil) : error
     }
 
     /// Runs `body` once the changes made so far are committed.
@@ -245,11 +349,22 @@ public final class Engine: AttemptHost {
     @discardableResult
     func dispatch(_ id: Int64, _ event: JobEvent, loaded: JobFacts? = nil) -> Result<JobTransition, JobRefusal>? {
         guard let facts = scheduler.facts[id] ?? loaded else { return nil }
-        let ctx = MachineContext(
-            now: Timestamp.now(), isReachable: isReachable, jitter: jitter(),
-            attemptFinishing: tasks[id]?.phase == .finishing, daemonHook: config.onEnd != nil)
-        let result = JobMachine.transition(event, facts, ctx)
+        let result = decide(id, event, facts)
         guard case .success(let t) = result else { return result }
+        perform(id, t, facts: facts)
+        return result
+    }
+
+    /// What ``JobMachine`` makes of `event` for a job with `facts`, now. No change is made.
+    private func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
+        let ctx = MachineContext(
+            now: clock.wall(), isReachable: isReachable, jitter: jitter(),
+            attemptFinishing: tasks[id]?.phase == .finishing, daemonHook: config.onEnd != nil)
+        return JobMachine.transition(event, facts, ctx)
+    }
+
+    /// Writes a decided transition (pending batch and memory) and performs its actions.
+    private func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts) {
         write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
         var runScheduler = false
         for action in t.actions {
@@ -257,9 +372,16 @@ public final class Engine: AttemptHost {
             case .startAttempt: startAttempt(id)
             case .stopAttempt(let reason): stopAttempt(id, reason)
             case .armRetryTimer(let at):
-                scheduler.arm(id, at: at)
+                // The deadline runs on the monotonic clock: a wall-clock jump moves nothing.
+                scheduler.arm(id, at: clock.monotonicDeadline(wallAt: at))
                 rearmRetryTimer()
             case .cancelRetryTimer: scheduler.disarm(id)
+            case .watchDiskSpace:
+                if let need = diskNeeds.removeValue(forKey: id) {
+                    diskWatcher.watch(id, need)
+                } else if let r = record(id) {
+                    diskWatcher.watch(id, diskNeed(r, bytes: lastBytes[id] ?? r.durableBytes, total: r.total))
+                }
             case .deletePart: deletePart(id)
             case .deleteFile: deleteFile(id)
             case .deleteRow:
@@ -267,13 +389,13 @@ public final class Engine: AttemptHost {
                 scheduler.remove(id, state: facts.state)
                 checkpointer.forget(id)
                 lastBytes[id] = nil
+                diskStrikes[id] = nil
             case .notify: notify(id)
             case .schedule: runScheduler = true
             case .runHook: afterCommit { [unowned self] in self.runHook(id) }
             }
         }
         if runScheduler { schedule() }
-        return result
     }
 
     private func notify(_ id: Int64) {
@@ -285,7 +407,7 @@ public final class Engine: AttemptHost {
 
     /// Starts queued jobs while slots are free: highest priority first, then oldest.
     private func schedule() {
-        guard !shuttingDown else { return }
+        guard !shuttingDown, !holdScheduling else { return }
         while tasks.count < config.maxActive, let id = scheduler.popNext() {
             dispatch(id, .start)
         }
@@ -335,11 +457,25 @@ public final class Engine: AttemptHost {
         defer { ending[id] = nil }
         switch outcome {
         case .completed(let digest):
+            diskStrikes[id] = nil
             closeHistory(task, error: nil)
             dispatch(id, .attemptEnded(.completed(sha256: digest, bytes: task.bytes)))
             Log.info("completed: \(task.bytes) bytes, sha256 \(digest)", job: id)
-        case .failed(let err, let retryAfter):
+        case .failed(var err, let retryAfter):
             if task is DownloadTask, err.code != .checksum { lastBytes[id] = task.bytes }
+            if err.code == .diskFull {
+                // `status` says what the job waits for (SPEC "Disk full").
+                var need = diskNeed(task.record, bytes: task.bytes, total: task.total ?? task.record.total)
+                let strikes = diskStrikes[id].map { $0.bytes >= task.bytes ? $0.count + 1 : 0 } ?? 0
+                diskStrikes[id] = (task.bytes, strikes)
+                if strikes > 0 {
+                    let base = Double(DiskSpaceWatcher.defaultInterval) / 1000
+                    let holdOff = min(DiskSpaceWatcher.maxHoldOff, base * pow(2, Double(strikes)))
+                    need.notBefore = clock.monotonic() + holdOff
+                }
+                diskNeeds[id] = need
+                err.message = "waiting for \(need.text) free on \(need.path): \(err.message)"
+            }
             closeHistory(task, error: err)
             dispatch(id, .attemptEnded(.failed(err, retryAfter: retryAfter)))
             Log.info("attempt ended: \(err.code.rawValue): \(err.message)", job: id)
@@ -376,10 +512,10 @@ public final class Engine: AttemptHost {
             retryTimer.stop()
             return
         }
-        let wait = (next - Timestamp.now()) * 1000
+        let wait = (next - clock.monotonic()) * 1000
         let ms = wait.isFinite ? UInt64(min(max(0, wait), 1e12)) : 0
         retryTimer.start(after: ms) { [unowned self] in
-            for id in self.scheduler.takeDue(now: Timestamp.now()) { self.dispatch(id, .retryDue) }
+            for id in self.scheduler.takeDue(now: self.clock.monotonic()) { self.dispatch(id, .retryDue) }
             self.rearmRetryTimer()
             self.schedule()
         }
@@ -406,6 +542,19 @@ public final class Engine: AttemptHost {
                 if let d = t as? DownloadTask, d.bytes != d.checkpointRequestedAt { d.checkpoint() }
             }
         }
+    }
+
+    // MARK: - Disk full
+
+    /// What a job that ran out of space waits for: the rest of its known size on the file
+    /// system of its part (or of an upload's response file), else more than 1 MiB.
+    private func diskNeed(_ r: JobRecord, bytes: Int64, total: Int64?) -> DiskSpaceWatcher.Need {
+        let file = r.kind == .download ? r.destination.map(Destination.partPath) : r.request.response
+        let dir = file.map { ($0 as NSString).deletingLastPathComponent } ?? r.request.directory ?? "/"
+        if r.kind == .download, let total, total > bytes {
+            return DiskSpaceWatcher.Need(path: dir, bytes: total - bytes, sizeKnown: true)
+        }
+        return DiskSpaceWatcher.Need(path: dir, bytes: DiskSpaceWatcher.unknownSizeNeed, sizeKnown: false)
     }
 
     // MARK: - Files
@@ -542,8 +691,14 @@ public final class Engine: AttemptHost {
                 throw BatchRefusal(index: claim.index, error: err)
             }
         }
-        try commit()
-        guard let ids = try store.insertStaged(batch: batch.key.storeKey) else {
+        try ensureStoreWritable()
+        let inserted: ClosedRange<Int64>?
+        do {
+            inserted = try store.insertStaged(batch: batch.key.storeKey)
+        } catch {
+            throw storeFailure(error)  // one transaction: nothing was inserted
+        }
+        guard let ids = inserted else {
             throw TransferError(.invalidRequest, "batch \(batch.key.batch) holds no requests")
         }
         let facts = try store.schedulingFacts(ids: ids)
@@ -589,8 +744,12 @@ public final class Engine: AttemptHost {
                 throw BatchRefusal(index: i, error: e)
             }
         }
-        try commit()
-        try store.insert(&records)  // ids set in place: one copy of the rows in memory
+        try ensureStoreWritable()
+        do {
+            try store.insert(&records)  // ids set in place: one copy of the rows in memory
+        } catch {
+            throw storeFailure(error)  // one transaction: nothing was inserted
+        }
         let inserted = records
         records = []
         // The same two timestamp strings for every job of the list, not two new ones a job.
@@ -612,40 +771,84 @@ public final class Engine: AttemptHost {
     // MARK: - Control
 
     /// Applies a control command to each id; returns the jobs acted on and the refusals.
-    public func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) -> ControlResult {
+    ///
+    /// Every transition is decided first and its row changes are written in one transaction;
+    /// only then does anything change in memory or on disk (attempts stopped, parts deleted). So
+    /// a store that cannot write (the home's disk full) refuses the whole command and leaves
+    /// the jobs as they were, in memory as in the database.
+    /// - Throws: `disk_full` when the job database cannot be written; nothing changed then.
+    public func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) throws -> ControlResult {
+        try ensureStoreWritable()
+        let event: JobEvent
+        switch action {
+        case .pause: event = .pause
+        case .resume: event = .resume
+        case .cancel: event = .cancel
+        case .retry: event = .retry
+        case .remove: event = .remove(deleteFiles: deleteFiles)
+        }
+        enum Decision {
+            case act(JobTransition, JobFacts, before: JobSnapshot?)
+            case refuse(ControlRefusal)
+        }
+        var decisions: [(Int64, Decision)] = []
+        var probe = WriteBatch()
+        // The facts as this command leaves them, so that an id given twice is decided on the
+        // first one's outcome (nil: removed by this command).
+        var seen: [Int64: JobFacts?] = [:]
+        for id in ids {
+            let current: JobFacts?
+            if let known = seen[id] {
+                current = known
+            } else if let f = scheduler.facts[id] {
+                current = f
+            } else {
+                current = record(id).map(JobFacts.init)
+            }
+            guard let facts = current else {
+                decisions.append((id, .refuse(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))))
+                continue
+            }
+            switch decide(id, event, facts) {
+            case .success(let t):
+                let before = action == .remove ? snapshot(id) : nil
+                decisions.append((id, .act(t, facts, before: before)))
+                probe.patch(id, t.patch)
+                if t.actions.contains(.deleteRow) {
+                    probe.delete(id)
+                    seen[id] = .some(nil)
+                    vanishing[id] = record(id)
+                } else {
+                    var after = facts
+                    after.apply(t.patch)
+                    seen[id] = after
+                }
+            case .failure(let refusal):
+                decisions.append(
+                    (id, .refuse(ControlRefusal(id: id, state: refusal.state, message: refusal.message))))
+            }
+        }
+        defer { vanishing = [:] }
+        if !probe.isEmpty {
+            do { try store.commit(probe, now: clock.wall()) } catch { throw storeFailure(error) }
+        }
         var done: [JobSnapshot] = []
         var refused: [ControlRefusal] = []
-        for id in ids {
-            var loaded: JobFacts?
-            if scheduler.facts[id] == nil {
-                guard let r = record(id) else {
-                    refused.append(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))
-                    continue
-                }
-                loaded = JobFacts(r)
-            }
-            let before = action == .remove ? snapshot(id) : nil
-            let event: JobEvent
-            switch action {
-            case .pause: event = .pause
-            case .resume: event = .resume
-            case .cancel: event = .cancel
-            case .retry: event = .retry
-            case .remove: event = .remove(deleteFiles: deleteFiles)
-            }
-            switch dispatch(id, event, loaded: loaded) {
-            case .success?:
+        holdScheduling = true
+        for (id, decision) in decisions {
+            switch decision {
+            case .refuse(let r):
+                refused.append(r)
+            case .act(let t, let facts, let before):
+                perform(id, t, facts: facts)
                 if action == .remove {
                     if let before { done.append(before) }
                 } else if let job = snapshot(id) {
                     done.append(job)
                 }
-            case .failure(let refusal)?:
-                refused.append(ControlRefusal(id: id, state: refusal.state, message: refusal.message))
-            case nil:
-                refused.append(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))
             }
         }
+        holdScheduling = false
         schedule()
         return ControlResult(jobs: done, refused: refused)
     }
@@ -657,6 +860,7 @@ public final class Engine: AttemptHost {
     func record(_ id: Int64) -> JobRecord? {
         if let t = tasks[id] { return t.record }
         if let r = ending[id] { return r }
+        if let r = vanishing[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
         if let p = batch.patches[id] { r.apply(p) }
         let pending = batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }
@@ -673,6 +877,7 @@ public final class Engine: AttemptHost {
     private func snapshot(_ id: Int64) -> JobSnapshot? {
         guard let r = record(id) else { return nil }
         var listing = JobListing(r)
+        listing.nextRetryAt = nextRetryAt(id, stored: listing.nextRetryAt)
         if let t = tasks[id] {
             listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
             return JobSnapshot(listing, live: r.state == .running ? live(t) : nil, lastBytes: lastBytes[id])
@@ -693,8 +898,17 @@ public final class Engine: AttemptHost {
                 listing.history = l.history
                 return JobSnapshot(listing, live: t.record.state == .running ? live(t) : nil)
             }
+            var l = l
+            l.nextRetryAt = nextRetryAt(l.id, stored: l.nextRetryAt)
             return JobSnapshot(l, live: nil, lastBytes: lastBytes[l.id])
         }
+    }
+
+    /// A waiting job's `nextRetryAt`: wall now plus what its monotonic deadline has left (the
+    /// stored time would be off by any jump of the wall clock since it was armed).
+    private func nextRetryAt(_ id: Int64, stored: Double?) -> Double? {
+        guard stored != nil, let deadline = scheduler.deadline(of: id) else { return stored }
+        return clock.wallTime(ofMonotonic: deadline)
     }
 
     /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.

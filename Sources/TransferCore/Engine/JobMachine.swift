@@ -14,6 +14,8 @@ public enum JobEvent: Equatable, Sendable {
     case retryDue
     /// The network became reachable again.
     case networkReturned
+    /// The file system a job waits on (`waitReason` `"disk"`) has the space the job still needs.
+    case diskSpaceChanged
     /// The daemon stops a running attempt to run it again later (shutdown, or a silent transfer
     /// when the network returns).
     case requeue(StopReason)
@@ -55,6 +57,8 @@ public enum JobAction: Equatable, Sendable {
     case armRetryTimer(at: Double)
     /// Forget the job's retry timer.
     case cancelRetryTimer
+    /// Watch the free space of the job's file system; the job waits for it (`"disk"`).
+    case watchDiskSpace
     /// Delete the partial data (a download's part, an upload's half-written response file).
     case deletePart
     /// Delete the completed download's file (`remove --delete-files`).
@@ -208,6 +212,11 @@ public enum JobMachine {
             p.waitReason = .some(nil)
             return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
 
+        case (.diskSpaceChanged, .waiting) where job.waitReason == .disk:
+            p.state = .queued
+            p.waitReason = .some(nil)
+            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+
         case (.requeue(let reason), .running):
             p.state = .queued
             let notify: [JobAction] = reason == .shutdown ? [] : [.notify, .schedule]
@@ -248,11 +257,21 @@ public enum JobMachine {
         }
     }
 
-    /// A failed attempt: wait for the network, wait on a retry timer, or fail.
+    /// A failed attempt: wait for space, wait for the network, wait on a retry timer, or fail.
     private static func failed(_ job: JobFacts, _ error: TransferError, retryAfter: Double?, _ ctx: MachineContext)
         -> JobTransition
     {
         var p = JobPatch()
+        if error.code == .diskFull {
+            // SPEC "Disk full": wait for space, retryable, no retry spent, no timer.
+            var e = error
+            e.retryable = true
+            p.state = .waiting
+            p.error = .some(e)
+            p.waitReason = .some(.disk)
+            p.nextRetryAt = .some(nil)
+            return JobTransition(patch: p, actions: [.watchDiskSpace, .notify, .schedule])
+        }
         let policy = RetryPolicy(retryLimit: job.retryLimit)
         let networkClass = error.code == .network || error.code == .timeout
         if error.retryable && networkClass && !ctx.isReachable {

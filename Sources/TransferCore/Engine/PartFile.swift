@@ -13,6 +13,9 @@ public final class PartFile {
     private var waiters: [(Bool) -> Void] = []
     private var closeRequested = false
     private var closed = false
+    /// The errno of the last sync that failed (0 if none did): a file system that allocates late
+    /// (NFS, a full thin volume) may report `ENOSPC` only here.
+    public private(set) var lastSyncErrno: Int32 = 0
 
     /// Opens (creating) `path` for writing without truncating it.
     public init(loop: EventLoop, path: String, mode: mode_t) throws {
@@ -69,6 +72,7 @@ public final class PartFile {
         waiters = []
         FileSync.fdatasync(loop: loop, fd: fd) { rc in
             self.inFlight = false
+            if rc < 0 { self.lastSyncErrno = -rc }
             for w in batch { w(rc == 0) }
             if !self.waiters.isEmpty {
                 self.startSync()
@@ -100,7 +104,9 @@ public enum FileErrors {
     public static func error(_ e: Int32, _ what: String) -> TransferError {
         let text = String(cString: strerror(e))
         switch e {
-        case ENOSPC, EDQUOT: return TransferError(.diskFull, "\(what): \(text)", retryable: false)
+        case ENOSPC, EDQUOT:
+            // SPEC "Disk full": the job waits for space (JobMachine), spending no retry.
+            return TransferError(.diskFull, "\(what): \(text)", retryable: true)
         case ENOENT, ENOTDIR: return TransferError(.destinationMissingDir, "\(what): \(text)", retryable: false)
         default: return TransferError(.io, "\(what): \(text)", retryable: false)
         }

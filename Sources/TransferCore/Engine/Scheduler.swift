@@ -17,7 +17,7 @@ struct Scheduler {
         }
     }
 
-    /// A retry deadline: `popMin` yields the earliest.
+    /// A retry deadline (seconds of the engine's monotonic clock): `popMin` yields the earliest.
     private struct Deadline: Comparable {
         let at: Double
         let id: Int64
@@ -147,6 +147,9 @@ struct Scheduler {
 
     /// Forgets a job's retry deadline.
     mutating func disarm(_ id: Int64) { armed[id] = nil }
+
+    /// A waiting job's armed deadline (on the engine's monotonic clock), if any.
+    func deadline(of id: Int64) -> Double? { armed[id] }
 
     /// The earliest armed deadline.
     mutating func nextDeadline() -> Double? {

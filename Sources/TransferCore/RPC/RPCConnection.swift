@@ -47,22 +47,32 @@ public final class RPCConnection {
     private func received(_ bytes: UnsafeRawBufferPointer) {
         buffer.append(contentsOf: bytes)
         defer { server.endOfInput() }
+        // Lines are taken from `start` on and the consumed prefix is dropped once at the end: one
+        // move of the buffer a read, not one a line (a read of 64 KiB can hold hundreds of lines).
+        var start = 0
+        defer {
+            if start > 0 {
+                buffer.removeSubrange(..<start)
+                scanned = max(0, scanned - start)
+            }
+        }
         while !closed {
-            guard let nl = buffer[scanned...].firstIndex(of: 0x0A) else {
+            guard let nl = buffer[max(start, scanned)...].firstIndex(of: 0x0A) else {
                 scanned = buffer.count
-                if buffer.count > Self.maxMessageSize && !discarding {
+                if buffer.count - start > Self.maxMessageSize && !discarding {
                     discarding = true
                     server.reject(self, RPCError(code: RPCErrorCode.tooLarge, message: "message over 1 MiB"))
                 }
                 if discarding {
                     buffer.removeAll(keepingCapacity: false)
                     scanned = 0
+                    start = 0
                 }
                 return
             }
-            let line = Array(buffer[..<nl])
-            buffer.removeSubrange(...nl)
-            scanned = 0
+            let line = buffer[start..<nl]
+            start = nl + 1
+            scanned = start
             if discarding {
                 // The tail of an oversized message.
                 discarding = false
@@ -72,7 +82,7 @@ public final class RPCConnection {
                 server.reject(self, RPCError(code: RPCErrorCode.tooLarge, message: "message over 1 MiB"))
                 continue
             }
-            server.handleLine(line, from: self)
+            server.handleLine(Array(line), from: self)
         }
     }
 

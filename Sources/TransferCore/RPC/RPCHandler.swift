@@ -39,7 +39,9 @@ public struct RPCRequest {
         case DecodingError.typeMismatch(_, let ctx), DecodingError.valueNotFound(_, let ctx):
             return "wrong type for \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
         case DecodingError.dataCorrupted(let ctx):
-            return "bad value for \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
+            let path = ctx.codingPath.map(\.stringValue).joined(separator: ".")
+            // A number out of range has no path here: say what is wrong instead.
+            return path.isEmpty ? "bad value: \(ctx.debugDescription)" : "bad value for \(path)"
         default: return "\(error)"
         }
     }

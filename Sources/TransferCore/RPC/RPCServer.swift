@@ -8,12 +8,16 @@ import Foundation
 public final class RPCServer {
     /// How often idle batches are looked for (``BatchAssembler/timeout``).
     static let batchCheckInterval: UInt64 = 1000
+    /// How long after the last client left the heap is trimmed (ms).
+    static let trimDelay: UInt64 = 500
 
     private let router: RPCRouter
     private var listener: PipeListener?
     private var connections: [ObjectIdentifier: RPCConnection] = [:]
     private var nextConnection = 1
     private let batchTimer: LoopTimer
+    /// Trims the heap once the last client is gone (``HeapTrimmer``).
+    private let trimTimer: LoopTimer
     private var closed = false
 
     /// A request answered but not sent yet: it waits for the group commit.
@@ -31,6 +35,7 @@ public final class RPCServer {
     public init(loop: EventLoop, path: String, router: RPCRouter, inheritedFD: Int32? = nil) throws {
         self.router = router
         batchTimer = LoopTimer(loop: loop)
+        trimTimer = LoopTimer(loop: loop)
         if let fd = inheritedFD {
             listener = try PipeListener(loop: loop, inheritedFD: fd) { [unowned self] pipe in self.accepted(pipe) }
         } else {
@@ -52,6 +57,13 @@ public final class RPCServer {
     func forget(_ conn: RPCConnection) {
         connections[ObjectIdentifier(conn)] = nil
         router.connectionClosed(conn)
+        if connections.isEmpty && !closed {
+            // After a burst of clients, give the memory their buffers used back to the system.
+            trimTimer.start(after: Self.trimDelay) { [unowned self] in
+                if self.connections.isEmpty { HeapTrimmer.trim() }
+            }
+            trimTimer.unref()
+        }
     }
 
     // MARK: - Requests
@@ -106,10 +118,14 @@ public final class RPCServer {
     /// Ends a read: commits once for every request answered in it, then sends the answers in order.
     func endOfInput() {
         guard !pending.isEmpty else { return }
-        var responses = pending
+        let responses = pending
         pending = []
+        // A request's own changes are written before it is answered (adds insert in their own
+        // transaction, control commands commit their rows before acting), so a failing group
+        // commit here (the home's disk full) concerns only bookkeeping that stays pending: it
+        // does not turn those answers into errors.
         if responses.contains(where: \.changesJobs), let failure = router.commit() {
-            for i in responses.indices where responses[i].changesJobs { responses[i].outcome = .failure(failure) }
+            Log.info("answering before a group commit that failed: \(failure.message)")
         }
         for response in responses {
             guard let id = response.id, !response.connection.closed else { continue }
@@ -171,6 +187,7 @@ public final class RPCServer {
         guard !closed else { return }
         closed = true
         batchTimer.close()
+        trimTimer.close()
         listener?.close()
         listener = nil
         for c in Array(connections.values) { c.close() }

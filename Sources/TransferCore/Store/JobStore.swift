@@ -7,10 +7,17 @@ import GRDB
 /// Loop-thread only (GRDB's queue makes each call synchronous on the caller's thread).
 public final class JobStore {
     private let db: DatabaseQueue
+    /// The database file's path.
+    public let path: String
     private let decoder = JSONValueDecoder()
 
-    /// Opens (creating if needed) the database at `path` and migrates it.
+    /// Opens (creating if needed) the database at `path` and migrates it. An existing file is
+    /// first looked at read-only (``inspect(path:)``): a damaged one, or one from a newer version,
+    /// is refused before anything could write to it.
+    /// - Throws: ``StoreOpenError``, or GRDB's error.
     public init(path: String) throws {
+        try Self.inspect(path: path)
+        self.path = path
         var config = Configuration()
         config.label = "aftransfer.store"
         config.busyMode = .timeout(5)
@@ -23,6 +30,66 @@ public final class JobStore {
         db = try DatabaseQueue(path: path, configuration: config)
         try Migrations.migrator.migrate(db)
         try db.inDatabase { db in try Self.createStagingTable(db) }
+    }
+
+    /// The first bytes of every SQLite 3 database file.
+    private static let header = Array("SQLite format 3\0".utf8)
+
+    /// Refuses an existing database that this daemon must not write to: not SQLite, damaged
+    /// (`PRAGMA quick_check`), or written by a newer version (a migration this one does not know,
+    /// or a `user_version`, which no version so far sets). Read-only: the file is left as it is.
+    /// A missing or empty file passes (a new database is created).
+    /// - Throws: ``StoreOpenError``.
+    public static func inspect(path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return }
+            throw StoreOpenError.unreadable(String(cString: strerror(errno)))
+        }
+        var head = [UInt8](repeating: 0, count: header.count)
+        let n = read(fd, &head, head.count)
+        let readErrno = errno
+        close(fd)
+        if n == 0 { return }
+        if n < 0 { throw StoreOpenError.unreadable(String(cString: strerror(readErrno))) }
+        guard n == header.count, head == header else { throw StoreOpenError.notADatabase }
+        var config = Configuration()
+        config.readonly = true
+        config.label = "aftransfer.inspect"
+        let reader: DatabaseQueue
+        do {
+            reader = try DatabaseQueue(path: path, configuration: config)
+        } catch {
+            throw StoreOpenError.unreadable("\(error)")
+        }
+        defer { try? reader.close() }
+        try reader.read { db in
+            do {
+                let check = try String.fetchAll(db, sql: "PRAGMA quick_check(1)")
+                if check != ["ok"] { throw StoreOpenError.corrupt(check.first ?? "unknown damage") }
+                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                if version != 0 { throw StoreOpenError.newerVersion("user_version \(version)") }
+                let migrator = Migrations.migrator
+                if try migrator.hasBeenSuperseded(db) {
+                    let known = Set(migrator.migrations)
+                    let unknown = try migrator.appliedIdentifiers(db).subtracting(known).sorted()
+                    throw StoreOpenError.newerVersion("migrations \(unknown.joined(separator: ", "))")
+                }
+            } catch let e as StoreOpenError {
+                throw e
+            } catch let e as DatabaseError {
+                switch e.resultCode {
+                case .SQLITE_CORRUPT, .SQLITE_NOTADB: throw StoreOpenError.corrupt(e.message ?? "\(e)")
+                default: throw StoreOpenError.unreadable(e.message ?? "\(e)")
+                }
+            }
+        }
+    }
+
+    /// Whether a store error means the database's file system is full (`SQLITE_FULL`).
+    public static func isDiskFull(_ error: Error) -> Bool {
+        guard let e = error as? DatabaseError else { return false }
+        return e.resultCode == .SQLITE_FULL
     }
 
     // MARK: - Writing

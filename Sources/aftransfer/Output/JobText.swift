@@ -40,7 +40,8 @@ enum JobText {
         return error.code.rawValue + ": " + error.message
     }
 
-    /// Why and until when a waiting job waits: `offline` or `backoff, retry in 3s`; nil otherwise.
+    /// Why and until when a waiting job waits: `offline`, `disk full` or `backoff, retry in 3s`; nil
+    /// otherwise.
     /// - Parameters:
     ///   - job: the job.
     ///   - now: the time to count the retry from; the current time by default.
@@ -49,6 +50,8 @@ enum JobText {
         switch job.waitReason {
         case .offline?:
             return "offline, until the network returns"
+        case .disk?:
+            return "disk full, until there is space (see the error)"
         case let reason?:
             if let next = job.nextRetryAt, let seconds = date(next)?.timeIntervalSince(now) {
                 return reason.rawValue + ", retry in " + HumanFormat.duration(max(seconds, 0))

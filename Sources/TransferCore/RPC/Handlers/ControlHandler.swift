@@ -8,7 +8,7 @@ struct ControlHandler: RPCHandler {
 
     func handle(_ request: RPCRequest) throws -> RPCReply {
         let params = try request.decode(ControlParams.self)
-        let result = request.context.service.control(
+        let result = try request.context.service.control(
             action, ids: params.ids, deleteFiles: action == .remove && params.deleteFiles == true)
         var writer = JobJSONWriter(capacity: 1024 * (result.jobs.count + 1))
         writer.key("{\"jobs\":[")

@@ -1,0 +1,93 @@
+"""A damaged or newer database (SPEC "Disk full and other faults"): ``aftransferd`` exits 1 with a
+message naming the file, and leaves the file exactly as it was (never rewritten, never deleted)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import subprocess
+
+import pytest
+
+from conftest import clean_env
+
+
+def make_database(daemon, faultserver, key, jobs: int = 40) -> None:
+    """A real database with some jobs in it, then the daemon stopped cleanly (WAL checkpointed)."""
+    for i in range(jobs):
+        daemon.download(faultserver.url("/data", size=10, seed=f"db{i}", key=key), "-o", daemon.work / f"f{i}")
+    assert len(daemon.jobs()) == jobs
+    rc, _ = daemon.stop()
+    assert rc == 0
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_daemon(daemon) -> subprocess.CompletedProcess:
+    return subprocess.run(daemon.command(), env=daemon.env, capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+
+
+def assert_refused_and_untouched(daemon, before: str, words: tuple[str, ...]) -> None:
+    r = run_daemon(daemon)
+    assert r.returncode == 1, f"aftransferd must exit 1 on this database: {r}"
+    assert str(daemon.database) in r.stderr, f"the message must name the file: {r.stderr!r}"
+    for w in words:
+        assert w in r.stderr, f"{w!r} not in {r.stderr!r}"
+    assert daemon.database.exists(), "the database was deleted"
+    assert digest(daemon.database) == before, "the database was rewritten"
+    # Twice: the first refusal changed nothing the second would trip over.
+    assert run_daemon(daemon).returncode == 1
+    assert digest(daemon.database) == before
+
+
+def corrupt(path, offset: int, length: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(bytes((i * 131 + 7) % 256 for i in range(length)))
+
+
+def test_a_database_with_a_damaged_header_is_refused_and_left_as_it_is(daemon, faultserver, key):
+    make_database(daemon, faultserver, key)
+    corrupt(daemon.database, 0, 100)
+    assert_refused_and_untouched(daemon, digest(daemon.database), ("not an SQLite database",))
+
+
+def test_a_database_with_damaged_pages_is_refused_and_left_as_it_is(daemon, faultserver, key):
+    make_database(daemon, faultserver, key)
+    size = daemon.database.stat().st_size
+    page = 4096
+    assert size >= 3 * page, size
+    corrupt(daemon.database, page, size - page)  # every page but the first: schema and rows
+    assert_refused_and_untouched(daemon, digest(daemon.database), ("damaged",))
+
+
+def test_a_file_that_is_not_a_database_is_refused_and_left_as_it_is(daemon_factory):
+    d = daemon_factory(start=False)
+    d.home.mkdir(parents=True, exist_ok=True)
+    d.database.write_bytes(b"these are not the rows you are looking for\n" * 100)
+    assert_refused_and_untouched(d, digest(d.database), ("not an SQLite database",))
+
+
+def test_a_database_from_a_newer_version_is_refused_and_left_as_it_is(daemon, faultserver, key):
+    make_database(daemon, faultserver, key, jobs=3)
+    with sqlite3.connect(daemon.database) as db:
+        db.execute("INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+    db.close()
+    assert_refused_and_untouched(daemon, digest(daemon.database), ("newer version", "v99-from-the-future"))
+
+
+def test_a_database_with_a_user_version_is_refused_as_newer(daemon, faultserver, key):
+    make_database(daemon, faultserver, key, jobs=3)
+    with sqlite3.connect(daemon.database) as db:
+        db.execute("PRAGMA user_version = 12")
+    db.close()
+    assert_refused_and_untouched(daemon, digest(daemon.database), ("newer version",))
+
+
+def test_an_intact_database_still_opens_with_its_jobs(daemon, faultserver, key):
+    make_database(daemon, faultserver, key, jobs=5)
+    daemon.start()
+    assert len(daemon.jobs()) == 5
