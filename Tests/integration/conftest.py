@@ -560,16 +560,7 @@ class Nginx:
         return f"https://{host}:{self.tls_port}/{urllib.parse.quote(name)}"
 
     def _wait_ready(self) -> bool:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return True
-            except OSError:
-                time.sleep(0.05)
-        return False
+        return wait_port_open(self.proc, self.port, timeout=10)
 
     def make_file(self, name: str, size: int) -> str:
         """Creates ``docroot/name`` with ``size`` random bytes; returns its SHA-256."""
@@ -670,6 +661,20 @@ class CliResult(collections.namedtuple("CliResult", "rc out err")):
 
     def __str__(self) -> str:
         return f"exit {self.rc}\n--- stdout ---\n{self.out}\n--- stderr ---\n{self.err}"
+
+
+def wait_port_open(proc: subprocess.Popen, port: int, timeout: float) -> bool:
+    """Waits until something accepts on 127.0.0.1:``port``; False if ``proc`` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 class RpcConnection:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, clean_env, http_get, make_temp_root, sha256_file, spawn, stop_process, wait_until,
-                      write_random_file)
+from conftest import (REPO, clean_env, http_get, make_temp_root, sha256_file, spawn, stop_process, wait_port_open,
+                      wait_until, write_random_file)
 
 SERVER_DIR = REPO / "Tests" / "resumableserver"
 
@@ -93,16 +93,7 @@ class TusServer:
         self.base = f"http://127.0.0.1:{self.port}/files"
 
     def _ready(self) -> bool:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return True
-            except OSError:
-                time.sleep(0.1)
-        return False
+        return wait_port_open(self.proc, self.port, timeout=15)
 
     def uploads(self) -> dict:
         """id -> (size of its data file, its .info as a dict)."""
