@@ -21,7 +21,7 @@ struct AFTransfer: ParsableCommand {
         subcommands: [
             DownloadCommand.self, UploadCommand.self, ListCommand.self, StatusCommand.self,
             WatchCommand.self, WaitCommand.self, PauseCommand.self, ResumeCommand.self,
-            CancelCommand.self, RetryCommand.self, RemoveCommand.self, CurlCommand.self,
+            CancelCommand.self, RetryCommand.self, RemoveCommand.self, CurlCommand.self, LimitCommand.self,
             DaemonCommand.self,
         ])
 

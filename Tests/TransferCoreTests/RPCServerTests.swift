@@ -40,6 +40,8 @@ private final class FakeJobService: JobService {
     func curlCommand(_ id: Int64) -> String? { nil }
     func counts() -> [TransferState: Int] { [.completed: Int(count)] }
     var isReachable: Bool { true }
+    func currentLimits() -> LimitsInForce { LimitsInForce(download: nil, upload: nil, schedule: nil) }
+    func setLimits(download: String?, upload: String?, schedule: String?) throws -> LimitsInForce { currentLimits() }
     func commit() throws {}
 }
 

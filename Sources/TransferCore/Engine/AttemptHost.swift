@@ -10,6 +10,8 @@ protocol AttemptHost: AnyObject {
     var config: EngineConfig { get }
     /// Checkpoint cadence and generations.
     var checkpointer: Checkpointer { get }
+    /// The daemon-wide bandwidth budgets.
+    var bandwidth: BandwidthGovernor { get }
     /// Coalesced directory fsyncs after renames.
     var directorySyncer: DirectorySyncer { get }
     /// Changes the job's row (written with the loop pass's group commit; the attempt's cached

@@ -46,6 +46,9 @@ public final class Engine: AttemptHost {
     let config: EngineConfig
     private(set) var checkpointer: Checkpointer
     let directorySyncer: DirectorySyncer
+    /// The daemon-wide bandwidth limits and their shared budgets.
+    let bandwidth = BandwidthGovernor()
+    private var lastScheduleCheck: UInt64 = 0
     private var scheduler = Scheduler()
     private var tasks: [Int64: TransferTask] = [:]
     private var batch = WriteBatch()
@@ -137,6 +140,7 @@ public final class Engine: AttemptHost {
             recovered.append(facts)
         }
         try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
+        bandwidth.set(try store.limits(), now: loop.nowMillis)
         for f in recovered { scheduler.add(f) }
         try store.commit(batch, now: now)
         batch = WriteBatch()
@@ -340,6 +344,9 @@ public final class Engine: AttemptHost {
 
     // MARK: - Timers and the tick
 
+    /// How often (ms) the bandwidth schedule is looked at.
+    static let scheduleCheckInterval: UInt64 = 1000
+
     private func rearmRetryTimer() {
         guard !shuttingDown, let next = scheduler.nextDeadline() else {
             retryTimer.stop()
@@ -356,6 +363,10 @@ public final class Engine: AttemptHost {
 
     private func onTick() {
         let now = loop.nowMillis
+        if now &- lastScheduleCheck >= Self.scheduleCheckInterval {
+            lastScheduleCheck = now
+            bandwidth.refresh(now: now)
+        }
         // Stalls: no byte for the stall window ends the attempt (libcurl's low-speed check
         // averages over several seconds and fires late).
         let window = UInt64(config.stallTimeout * 1000)
@@ -616,6 +627,28 @@ public final class Engine: AttemptHost {
 
     /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
     public func curlCommand(_ id: Int64) -> String? { record(id).map(CurlCommandRenderer.render) }
+
+    // MARK: - Bandwidth
+
+    /// The daemon-wide limits in force now (`daemon.limits`, `daemon status`).
+    public func currentLimits() -> LimitsInForce { bandwidth.inForce }
+
+    /// Changes the daemon-wide limits (values as the `limit` options take them; nil leaves one
+    /// as it is), stores them and applies them to running transfers at once.
+    /// - Throws: `TransferError` `invalid_request` for a malformed rate or schedule (nothing
+    ///   changes); a store error if they cannot be written (nothing changes either).
+    public func setLimits(download: String?, upload: String?, schedule: String?) throws -> LimitsInForce {
+        let next = try bandwidth.limits.changed(download: download, upload: upload, schedule: schedule)
+        if next != bandwidth.limits {
+            try store.saveLimits(next)
+            bandwidth.set(next, now: loop.nowMillis)
+            let f = bandwidth.inForce
+            Log.info(
+                "limits: download \(f.download.map(String.init) ?? "off"), upload \(f.upload.map(String.init) ?? "off"), schedule \(f.schedule ?? "none")"
+            )
+        }
+        return bandwidth.inForce
+    }
 
     /// Number of jobs in each state (every state present), from memory.
     public func counts() -> [TransferState: Int] { scheduler.counts }

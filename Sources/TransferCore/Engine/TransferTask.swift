@@ -102,6 +102,11 @@ class TransferTask {
             limiter = TokenBucket(rate: Double(rate), start: engine.loop.nowMillis)
             o.bufferSize = Int(min(Int64(CurlRequestOptions.defaultBufferSize), max(1024, rate)))
         }
+        if !isUpload, let shared = engine.bandwidth.download.rate {
+            // Under the daemon-wide limit, a quarter of a second's worth a callback keeps the
+            // budget's turns short and fair between transfers.
+            o.bufferSize = min(o.bufferSize, Int(max(16 * 1024, shared / 4)))
+        }
         if let pin = req.pinCert {
             // Checked before the request is sent, on a fresh connection (PinnedCertificate).
             o.inspectsCertificates = true
@@ -273,25 +278,35 @@ class TransferTask {
     private(set) var limiter: TokenBucket?
     private var unpauseTimer: LoopTimer?
 
-    /// Whether `n` more bytes may pass now under `--limit-rate`. When not, the caller pauses the
-    /// transfer and a loop timer resumes it when the budget allows (never from inside a callback).
+    /// Whether `n` more bytes may pass now under `--limit-rate` and the daemon-wide limit of this
+    /// direction (``BandwidthGovernor``). When not, the caller pauses the transfer and a loop
+    /// timer resumes it when both budgets allow (never from inside a callback).
     func pace(_ n: Int) -> Bool {
-        guard var bucket = limiter else { return true }
-        let wait = bucket.delay(now: engine.loop.nowMillis)
+        let now = engine.loop.nowMillis
+        let shared = isUpload ? engine.bandwidth.upload : engine.bandwidth.download
+        var wait = limiter?.delay(now: now) ?? 0
+        if wait == 0 {
+            wait = shared.delay(now: now)
+            // Held back by the shared budget, not stalled: the stall window restarts.
+            if wait > 0 { lastProgressAt = now }
+        }
         if wait > 0 {
             if unpauseTimer == nil { unpauseTimer = LoopTimer(loop: engine.loop) }
             if unpauseTimer?.isActive != true {
                 unpauseTimer?.start(after: wait) { [weak self] in
                     guard let self, self.phase == .transferring else { return }
-                    self.easy?.unpause()
+                    self.resumePaced()
                 }
             }
             return false
         }
-        bucket.consumed += Int64(n)
-        limiter = bucket
+        limiter?.consumed += Int64(n)
+        shared.take(n)
         return true
     }
+
+    /// Resumes what ``pace(_:)`` paused (a segmented download resumes each of its connections).
+    func resumePaced() { easy?.unpause() }
 
     /// Counts progress (call from body callbacks).
     func progressed(to newBytes: Int64) {

@@ -23,6 +23,9 @@ public enum RPCMethod: String, CaseIterable, Sendable {
     case transferCurl = "transfer.curl"
     /// The daemon's status.
     case daemonStatus = "daemon.status"
+    /// The daemon-wide bandwidth limits: params `download`, `upload`, `schedule` (each optional,
+    /// as the `limit` options take them); result: the limits in force now.
+    case daemonLimits = "daemon.limits"
     /// Stops the daemon as SIGTERM does.
     case daemonShutdown = "daemon.shutdown"
     /// Subscribes the connection to job notifications.

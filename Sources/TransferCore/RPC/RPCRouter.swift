@@ -18,6 +18,7 @@ public final class RPCRouter {
             .transferCurl: CurlHandler(),
             .daemonStatus: DaemonStatusHandler(),
             .daemonShutdown: ShutdownHandler(),
+            .daemonLimits: LimitsHandler(),
             .eventsSubscribe: SubscribeHandler(),
         ]
         for action in ControlAction.allCases { handlers[action.method] = ControlHandler(action: action) }

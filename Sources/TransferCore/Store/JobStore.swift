@@ -144,6 +144,41 @@ public final class JobStore {
         return String(decoding: try encoder.encode(v), as: UTF8.self)
     }
 
+    // MARK: - Settings
+
+    /// The daemon-wide bandwidth limits (none when never set).
+    public func limits() throws -> BandwidthLimits {
+        try db.read { db in
+            var values: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM setting WHERE key LIKE 'limit.%'") {
+                values[row[0]] = row[1]
+            }
+            return BandwidthLimits(
+                download: values["limit.download"].flatMap { Int64($0) },
+                upload: values["limit.upload"].flatMap { Int64($0) },
+                schedule: values["limit.schedule"].flatMap { BandwidthSchedule.parse($0) })
+        }
+    }
+
+    /// Stores the daemon-wide bandwidth limits (in one transaction).
+    public func saveLimits(_ limits: BandwidthLimits) throws {
+        try db.write { db in
+            let values: [(String, String?)] = [
+                ("limit.download", limits.download.map(String.init)),
+                ("limit.upload", limits.upload.map(String.init)),
+                ("limit.schedule", limits.schedule?.text),
+            ]
+            for (key, value) in values {
+                if let value {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO setting (key, value) VALUES (?, ?)", arguments: [key, value])
+                } else {
+                    try db.execute(sql: "DELETE FROM setting WHERE key = ?", arguments: [key])
+                }
+            }
+        }
+    }
+
     // MARK: - Reading
 
     /// One job with its history, or nil.

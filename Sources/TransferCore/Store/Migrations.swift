@@ -77,6 +77,15 @@ enum Migrations {
                     CREATE INDEX job_unfinished ON job(state, priority, id);
                     """)
         }
+        m.registerMigration("v5-segments-limits") { db in
+            // Daemon-wide settings (the bandwidth limits), one value a key; and a segmented
+            // download's ranges with their durable offsets (JSON, ``SegmentPlan``).
+            try db.execute(
+                sql: """
+                    CREATE TABLE setting (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+                    ALTER TABLE job ADD COLUMN segments TEXT;
+                    """)
+        }
         return m
     }
 }
