@@ -19,7 +19,18 @@ public struct EngineConfig: Sendable {
     /// libuv's pool threads: completions fdatasync, hash and fsync directories there in parallel.
     public static let poolThreads = 16
 
+    /// The default of `--max-per-host`: TCP connections to one host and port, all jobs together.
+    public static let defaultMaxPerHost = 8
+    /// The default of `--connections` (a download's connections when it names none).
+    public static let defaultConnections = 1
+    /// The most connections a download may use (`--connections`, `-x`).
+    public static let maxConnections = 16
+
     public var maxActive = EngineConfig.defaultMaxActive
+    /// `--max-per-host`.
+    public var maxPerHost = EngineConfig.defaultMaxPerHost
+    /// `--connections`: a download's connections unless its request names them.
+    public var connections = EngineConfig.defaultConnections
     public var stallTimeout = EngineConfig.defaultStallTimeout
     public var checkpointInterval = EngineConfig.defaultCheckpointInterval
     /// Mode for files the daemon creates for the user (0666 less the user's umask; the daemon
@@ -80,6 +91,7 @@ public final class Engine: AttemptHost {
         self.store = store
         self.config = config
         self.multi = try CurlMulti(loop: loop)
+        multi.limitConnectionsPerHost(config.maxPerHost)
         self.tick = LoopTimer(loop: loop)
         self.retryTimer = LoopTimer(loop: loop)
         self.directorySyncer = DirectorySyncer(loop: loop)
@@ -113,6 +125,9 @@ public final class Engine: AttemptHost {
                     // Crashed between the rename and the row update: the file is in place.
                     fileInPlace = true
                     Log.info("recovered: completed \(dest)", job: f.id)
+                } else if partExists && f.segmented {
+                    // Ranges of a segmented download: each resumes from its own durable offset
+                    // (bytes past one are written again), so the part is not cut back.
                 } else if partExists {
                     let size = Int64(st.st_size)
                     if size > f.durableBytes {

@@ -27,12 +27,16 @@ public struct JobFacts: Equatable, Sendable {
     public var durableBytes: Int64
     /// Download: the part is verified and being moved into place.
     public var finalizing: Bool
+    /// Download: the part holds ranges of a segmented download (recovery must not cut it back to
+    /// ``durableBytes``: each range resumes from its own offset).
+    public var segmented: Bool
 
     /// Creates the facts of a job.
     public init(
         id: Int64, kind: JobKind, state: TransferState, priority: Int, destination: String?,
         waitReason: WaitReason? = nil, nextRetryAt: Double? = nil, attempts: Int = 0, retriesUsed: Int = 0,
-        retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false
+        retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false,
+        segmented: Bool = false
     ) {
         self.id = id
         self.kind = kind
@@ -46,6 +50,7 @@ public struct JobFacts: Equatable, Sendable {
         self.retryLimit = retryLimit
         self.durableBytes = durableBytes
         self.finalizing = finalizing
+        self.segmented = segmented
     }
 
     /// The facts of a stored row.
@@ -54,7 +59,7 @@ public struct JobFacts: Equatable, Sendable {
             id: r.id ?? 0, kind: r.kind, state: r.state, priority: r.priority, destination: r.destination,
             waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, attempts: r.attempts, retriesUsed: r.retriesUsed,
             retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit, durableBytes: r.durableBytes,
-            finalizing: r.finalizing)
+            finalizing: r.finalizing, segmented: r.segments != nil)
     }
 
     /// Applies the same patch the store writes.
@@ -67,5 +72,6 @@ public struct JobFacts: Equatable, Sendable {
         if let v = p.retriesUsed { retriesUsed = v }
         if let v = p.durableBytes { durableBytes = v }
         if let v = p.finalizing { finalizing = v }
+        if let v = p.segments { segmented = v != nil }
     }
 }

@@ -21,6 +21,8 @@ public struct JobPatch: Equatable, Sendable {
     public var sha256: String??
     public var response: ResponseInfo??
     public var completedAt: Double??
+    /// A segmented download's ranges and durable offsets (``SegmentPlan/storedText``).
+    public var segments: String??
 
     /// An empty patch (changes nothing).
     public init() {}
@@ -47,6 +49,7 @@ public struct JobPatch: Equatable, Sendable {
         if let v = later.sha256 { sha256 = v }
         if let v = later.response { response = v }
         if let v = later.completedAt { completedAt = v }
+        if let v = later.segments { segments = v }
     }
 
     /// A patch that forgets the part's bytes: durable offset 0 and no validators.
@@ -55,6 +58,7 @@ public struct JobPatch: Equatable, Sendable {
         p.durableBytes = 0
         p.etag = .some(nil)
         p.lastModified = .some(nil)
+        p.segments = .some(nil)
         return p
     }
 }

@@ -131,6 +131,10 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     public var history: [AttemptRecord]
     /// Uploads only: the response kept with the job (absent for downloads).
     public var response: ResponseInfo?
+    /// Connections open now (0 when not running; up to `--connections` for a segmented download).
+    public var connections = 0
+    /// A running segmented download's ranges, by start; null otherwise.
+    public var segments: [SegmentProgress]? = nil
 
     /// Creates a job object.
     public init(
@@ -168,6 +172,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, destination, bytes, total, fraction, rate, eta, attempts, httpStatus
         case error, waitReason, nextRetryAt, insecure, sha256, createdAt, updatedAt, completedAt, history, response
+        case connections, segments
     }
 
     /// Encodes every field, absent ones as `null`; `response` for uploads only.
@@ -194,7 +199,26 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
+        try c.encode(connections, forKey: .connections)
+        try c.encode(segments, forKey: .segments)
         try c.encode(history, forKey: .history)
         if kind == .upload { try c.encode(response, forKey: .response) }
+    }
+}
+
+/// One range of a running segmented download, as in the job object's `segments`.
+public struct SegmentProgress: Codable, Sendable, Equatable {
+    /// The range's first byte.
+    public var start: Int64
+    /// One past its last byte.
+    public var end: Int64
+    /// Bytes of the range on disk.
+    public var bytes: Int64
+
+    /// Creates the value.
+    public init(start: Int64, end: Int64, bytes: Int64) {
+        self.start = start
+        self.end = end
+        self.bytes = bytes
     }
 }

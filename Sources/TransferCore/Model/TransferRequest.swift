@@ -32,6 +32,8 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var pinPubkey: String?
     public var pinCert: String?
     public var insecure: Bool?
+    /// Download: connections to fetch it over (1–16; `-x`); nil: the daemon's `--connections`.
+    public var connections: Int?
 
     public init(url: String) { self.url = url }
 }

@@ -20,6 +20,8 @@ public struct JobJSONWriter {
         int(job.bytes)
         key(",\"completedAt\":")
         string(job.completedAt)
+        key(",\"connections\":")
+        int(Int64(job.connections))
         key(",\"createdAt\":")
         string(job.createdAt)
         key(",\"destination\":")
@@ -52,6 +54,22 @@ public struct JobJSONWriter {
         if job.kind == .upload {
             key(",\"response\":")
             if let response = job.response { write(response) } else { null() }
+        }
+        key(",\"segments\":")
+        if let segments = job.segments {
+            bytes.append(UInt8(ascii: "["))
+            for (n, s) in segments.enumerated() {
+                key(n > 0 ? ",{\"bytes\":" : "{\"bytes\":")
+                int(s.bytes)
+                key(",\"end\":")
+                int(s.end)
+                key(",\"start\":")
+                int(s.start)
+                bytes.append(UInt8(ascii: "}"))
+            }
+            bytes.append(UInt8(ascii: "]"))
+        } else {
+            null()
         }
         key(",\"sha256\":")
         string(job.sha256)

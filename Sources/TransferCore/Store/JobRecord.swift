@@ -61,11 +61,14 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     /// Upload: each source file's size and mtime at enqueue, in form order (migration v2; nil for
     /// older rows, which keep the aggregate `sourceSize`/`sourceMtime` check).
     public var sources: [SourceStamp]? = nil
+    /// Download: the ranges of a segmented download with their durable offsets
+    /// (``SegmentPlan/storedText``; migration v5-segments-limits); nil for one connection.
+    public var segments: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts
         case retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize
-        case sourceMtime, response, createdAt, updatedAt, completedAt, sources
+        case sourceMtime, response, createdAt, updatedAt, completedAt, sources, segments
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
@@ -93,6 +96,7 @@ extension JobRecord {
         if let v = p.sha256 { sha256 = v }
         if let v = p.response { response = v }
         if let v = p.completedAt { completedAt = v }
+        if let v = p.segments { segments = v }
     }
 }
 
@@ -139,5 +143,6 @@ extension JobRecord {
         updatedAt = row["updatedAt"]
         completedAt = row["completedAt"]
         sources = try json("sources", [SourceStamp].self)
+        segments = row["segments"]
     }
 }

@@ -101,6 +101,7 @@ public final class JobStore {
                 if let v = patch.sha256 { set("sha256", v) }
                 if let v = patch.response { set("response", try json(v)) }
                 if let v = patch.completedAt { set("completedAt", v) }
+                if let v = patch.segments { set("segments", v) }
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
                 values.append(id)
@@ -215,7 +216,7 @@ public final class JobStore {
                 db,
                 sql: """
                     SELECT id, kind, state, priority, destination, waitReason, nextRetryAt, attempts, retriesUsed,
-                           json_extract(request, '$.retries'), durableBytes, finalizing
+                           json_extract(request, '$.retries'), durableBytes, finalizing, segments IS NOT NULL
                     FROM job WHERE state IN ('queued', 'running', 'waiting', 'paused', 'failed')
                     """)
             var out: [JobFacts] = []
@@ -228,7 +229,7 @@ public final class JobStore {
                         id: row[0], kind: kind, state: state, priority: row[3], destination: row[4],
                         waitReason: (row[5] as String?).flatMap(WaitReason.init(rawValue:)), nextRetryAt: row[6],
                         attempts: row[7], retriesUsed: row[8], retryLimit: row[9] ?? RetryPolicy.defaultRetryLimit,
-                        durableBytes: row[10], finalizing: row[11]))
+                        durableBytes: row[10], finalizing: row[11], segmented: row[12]))
             }
             return out
         }
