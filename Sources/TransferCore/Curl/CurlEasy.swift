@@ -134,7 +134,8 @@ public final class CurlEasy {
                 failed.append("PREREQFUNCTION")
             }
         }
-        if let from = o.rangeFrom { set(CURLOPT_RANGE, "\(from)-") }
+        if let from = o.rangeFrom { set(CURLOPT_RANGE, "\(from)-" + (o.rangeTo.map { "\($0)" } ?? "")) }
+        if o.waitForMultiplexing { set(CURLOPT_PIPEWAIT, 1) }
         switch o.body {
         case .none:
             break

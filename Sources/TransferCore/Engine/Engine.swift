@@ -610,7 +610,9 @@ public final class Engine: AttemptHost {
     }
 
     private func live(_ t: TransferTask) -> LiveProgress {
-        LiveProgress(bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value)
+        LiveProgress(
+            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections,
+            segments: t.segmentProgress)
     }
 
     private func snapshot(_ id: Int64) -> JobSnapshot? {

@@ -121,9 +121,10 @@ public struct SegmentPlan: Equatable, Sendable {
         }) {
             return idle.start
         }
-        guard let i = segments.indices.filter({ busy.contains(segments[$0].start) }).max(by: {
-            segments[$0].remaining < segments[$1].remaining
-        }), segments[i].remaining >= 2 * Self.minimumSplit
+        guard
+            let i = segments.indices.filter({ busy.contains(segments[$0].start) }).max(by: {
+                segments[$0].remaining < segments[$1].remaining
+            }), segments[i].remaining >= 2 * Self.minimumSplit
         else { return nil }
         let mid = segments[i].fetched + segments[i].remaining / 2
         let tail = Segment(start: mid, end: segments[i].end, fetched: mid, durable: mid)

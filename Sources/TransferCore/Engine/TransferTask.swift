@@ -73,6 +73,13 @@ class TransferTask {
     func stopped(_ reason: StopReason, then: @escaping () -> Void) { then() }
     /// Synchronous checkpoint at shutdown.
     func checkpointNow() {}
+    /// The current hop's handle is done (out of the multi) without an abort reason: true when the
+    /// subclass takes it from here (a segmented download whose other connections go on).
+    func hopEnded(error: TransferError?) -> Bool { false }
+    /// Connections open now (the job object's `connections`).
+    var openConnections: Int { phase == .transferring ? 1 : 0 }
+    /// A segmented download's ranges (the job object's `segments`); nil otherwise.
+    var segmentProgress: [SegmentProgress]? { nil }
 
     // MARK: - Starting and stopping
 
@@ -88,6 +95,25 @@ class TransferTask {
         easy = e
         status = nil
         headers = []
+        var o = requestOptions(for: e, extraHeaders: extraHeaders(), overridden: overriddenHeaders)
+        e.onHeader = { [unowned self] line in self.headerLine(line) }
+        e.onDone = { [unowned self] error in self.finish(error: error) }
+        configure(&o, e)
+        e.configure(o)
+        if !e.refusedOptions.isEmpty {
+            Log.info("libcurl refused options \(e.refusedOptions)", job: jobId)
+        }
+        guard engine.multi.add(e) else {
+            throw TransferError(.io, "cannot add the transfer to libcurl", retryable: true)
+        }
+        phase = .transferring
+    }
+
+    /// The options of a request to the current hop's URL: the job's credentials (unless a
+    /// redirect left their origin), TLS settings, pacing, and its headers with `extraHeaders`
+    /// replacing user headers of the same name (and of the `overridden` lowercase names).
+    /// Also used for a segmented download's further connections (``SegmentConnection``).
+    func requestOptions(for e: CurlEasy, extraHeaders extra: [String], overridden: [String]) -> CurlRequestOptions {
         let req = record.request
         var o = CurlRequestOptions(url: currentURL)
         o.userAgent = "aftransfer/\(AFTransferVersion.string)"
@@ -99,7 +125,7 @@ class TransferTask {
             // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable
             // under the multi-socket API. As the curl CLI does, a buffer no larger than a second's
             // worth keeps the rate smooth.
-            limiter = TokenBucket(rate: Double(rate), start: engine.loop.nowMillis)
+            if limiter == nil { limiter = TokenBucket(rate: Double(rate), start: engine.loop.nowMillis) }
             o.bufferSize = Int(min(Int64(CurlRequestOptions.defaultBufferSize), max(1024, rate)))
         }
         if !isUpload, let shared = engine.bandwidth.download.rate {
@@ -116,8 +142,7 @@ class TransferTask {
                 return false
             }
         }
-        let extra = extraHeaders()
-        let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overriddenHeaders)
+        let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overridden)
         for h in req.headers ?? [] {
             guard let f = try? HeaderField.parse(h) else { continue }
             if !sendCredentials && f.isSecret { continue }
@@ -125,17 +150,7 @@ class TransferTask {
             o.headers.append("\(f.name): \(f.value)")
         }
         o.headers.append(contentsOf: extra)
-        e.onHeader = { [unowned self] line in self.headerLine(line) }
-        e.onDone = { [unowned self] error in self.finish(error: error) }
-        configure(&o, e)
-        e.configure(o)
-        if !e.refusedOptions.isEmpty {
-            Log.info("libcurl refused options \(e.refusedOptions)", job: jobId)
-        }
-        guard engine.multi.add(e) else {
-            throw TransferError(.io, "cannot add the transfer to libcurl", retryable: true)
-        }
-        phase = .transferring
+        return o
     }
 
     /// The engine stops the attempt: out of the multi, and every later callback ignored.
@@ -204,6 +219,7 @@ class TransferTask {
     /// The multi reports this hop done (the handle is already out of the multi).
     private func finish(error: TransferError?) {
         guard phase == .transferring else { return }
+        if abortError == nil && hopEnded(error: error) { return }
         if let abortError {
             complete(failure: abortError)
             return
@@ -230,6 +246,11 @@ class TransferTask {
             }
             return
         }
+        finishAttempt()
+    }
+
+    /// The response is complete: verifies and reports (``complete(report:)``).
+    func finishAttempt() {
         phase = .finishing
         complete { outcome in self.report(outcome) }
     }
