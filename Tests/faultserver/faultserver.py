@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import signal
+import select
 import socket
 import socketserver
 import sys
@@ -101,15 +102,36 @@ class State:
         # the most there ever were at once (GET /_conns?key=K).
         self.key_open: dict[str, set[int]] = {}
         self.key_max: dict[str, int] = {}
+        self.socks: dict[int, socket.socket] = {}
 
-    def served(self, key: str, conn: int) -> None:
+    def served(self, key: str, conn: int, sock: socket.socket) -> None:
         with self.lock:
+            self.socks[conn] = sock
             open_now = self.key_open.setdefault(key, set())
+            # A connection the client closed while its handler sleeps (pacing) is not open: a FIN
+            # shows as end of file to a peek.
+            for other in list(open_now):
+                if other != conn and self.peer_closed(self.socks.get(other)):
+                    open_now.discard(other)
             open_now.add(conn)
             self.key_max[key] = max(self.key_max.get(key, 0), len(open_now))
 
+    @staticmethod
+    def peer_closed(sock) -> bool:
+        if sock is None:
+            return True
+        try:
+            # Python waits for readability first on a socket with a timeout: never block here.
+            readable, _, _ = select.select([sock], [], [], 0)
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except (OSError, ValueError):
+            return True
+
     def closed(self, conn: int) -> None:
         with self.lock:
+            self.socks.pop(conn, None)
             for open_now in self.key_open.values():
                 open_now.discard(conn)
 
@@ -548,7 +570,7 @@ class Handler(socketserver.BaseRequestHandler):
             "upload": None,
         }
         self.n = STATE.begin(key, self.entry)
-        STATE.served(key, id(self))
+        STATE.served(key, id(self), self.sock)
         times = q.int("times")
         self.faulty = times is None or self.n <= times
 

@@ -603,7 +603,7 @@ final class DownloadTask: TransferTask {
             var o = requestOptions(for: e, extraHeaders: extra, overridden: overriddenHeaders)
             o.rangeFrom = seg.fetched
             o.rangeTo = seg.end - 1
-            o.waitForMultiplexing = true
+            o.waitForMultiplexing = o.url.lowercased().hasPrefix("https:")  // HTTP/2 only over TLS
             e.onHeader = { [unowned self, unowned c] line in c.header(line) { self.segmentHeaders(c) } }
             e.onBody = { [unowned self, unowned c] data in self.segmentBody(c, data) }
             e.onDone = { [unowned self, unowned c] error in self.segmentDone(c, error) }
