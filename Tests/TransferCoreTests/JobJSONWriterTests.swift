@@ -84,7 +84,7 @@ final class JobJSONWriterTests: XCTestCase {
         for _ in 0..<r.int(0...4) {
             headers[r.pick(["Content-Type", "etag", "X-A", "x-b", "Location", "_z", "a10", "a9"])] = string(r)
         }
-        return JobSnapshot(
+        var job = JobSnapshot(
             id: int64(r), kind: kind, url: string(r), method: r.pick(["GET", "PUT", "POST"]),
             state: r.pick(TransferState.allCases), destination: r.maybe { string(r) }, bytes: int64(r),
             total: r.maybe { int64(r) }, fraction: r.maybe { double(r) }, rate: double(r), eta: r.maybe { double(r) },
@@ -94,6 +94,11 @@ final class JobJSONWriterTests: XCTestCase {
             sha256: r.maybe { String(repeating: "ab", count: 32) }, createdAt: "2026-11-21T20:00:00Z",
             updatedAt: string(r), completedAt: r.maybe { "2026-11-21T20:00:01Z" }, history: history,
             response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) })
+        job.connections = r.int(0...16)
+        job.segments = r.maybe {
+            (0..<r.int(0...5)).map { _ in SegmentProgress(start: int64(r), end: int64(r), bytes: int64(r)) }
+        }
+        return job
     }
 
     private func written(_ job: JobSnapshot) -> Data {

@@ -24,9 +24,12 @@ def test_x4_uses_four_connections_and_is_at_least_3x_faster_than_one(daemon, ngi
     t0 = time.monotonic()
     four = daemon.download(url, "-x", "4", "-o", daemon.work / "four.bin")
     peak = 0
+    text = ""
     while True:
         job = daemon.job(four)
         peak = max(peak, job["connections"])
+        if job["connections"] >= 2 and not text:
+            text = daemon.cli("status", four, check=0).out
         if job["state"] == "completed":
             break
         assert job["state"] in ("queued", "running"), job
@@ -35,6 +38,7 @@ def test_x4_uses_four_connections_and_is_at_least_3x_faster_than_one(daemon, ngi
     assert sha256_file(daemon.work / "four.bin") == digest
     assert sha256_file(daemon.work / "one.bin") == digest
     assert peak == 4, f"at most {peak} connections were open"
+    assert "Ranges:" in text and "bytes 0-" in text and "Connections:" in text, text
     log = [e for e in nginx.log("seg/fast.bin") if e["time"] >= 0]
     assert len(ranged(log)) >= 4
     assert t_four * 3 <= t_one, f"-x 4 took {t_four:.1f} s, -x 1 {t_one:.1f} s"
