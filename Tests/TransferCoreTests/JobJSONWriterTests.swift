@@ -95,9 +95,6 @@ final class JobJSONWriterTests: XCTestCase {
             updatedAt: string(r), completedAt: r.maybe { "2026-11-21T20:00:01Z" }, history: history,
             response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) })
         job.connections = r.int(0...16)
-        job.segments = r.maybe {
-            (0..<r.int(0...5)).map { _ in SegmentProgress(start: int64(r), end: int64(r), bytes: int64(r)) }
-        }
         return job
     }
 

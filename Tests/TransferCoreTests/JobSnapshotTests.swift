@@ -19,7 +19,7 @@ final class JobSnapshotTests: XCTestCase {
             "id", "kind", "url", "method", "state", "destination", "bytes", "total", "fraction", "rate", "eta",
             "attempts", "httpStatus", "error", "waitReason", "nextRetryAt", "insecure", "sha256", "createdAt",
             "updatedAt", "completedAt", "history",
-            "connections", "segments",
+            "connections",
         ]
         XCTAssertEqual(Set(obj.keys), expected)
         XCTAssertTrue(obj["destination"] is NSNull)

@@ -40,6 +40,7 @@ private final class FakeJobService: JobService {
     func curlCommand(_ id: Int64) -> String? { nil }
     func counts() -> [TransferState: Int] { [.completed: Int(count)] }
     var isReachable: Bool { true }
+    func segments(of id: Int64) -> [SegmentProgress]? { nil }
     func currentLimits() -> LimitsInForce { LimitsInForce(download: nil, upload: nil, schedule: nil) }
     func setLimits(download: String?, upload: String?, schedule: String?) throws -> LimitsInForce { currentLimits() }
     func commit() throws {}

@@ -72,7 +72,7 @@ ERROR_CODES = (
 JOB_KEYS = (
     "id", "kind", "url", "method", "state", "destination", "bytes", "total", "fraction", "rate",
     "eta", "attempts", "httpStatus", "error", "waitReason", "nextRetryAt", "insecure", "sha256",
-    "createdAt", "updatedAt", "completedAt", "history",
+    "createdAt", "updatedAt", "completedAt", "history", "connections",
 )
 HISTORY_KEYS = (
     "attempt", "startedAt", "endedAt", "httpStatus", "bytes", "nameLookup", "connect", "tls",

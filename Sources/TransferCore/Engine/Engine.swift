@@ -611,8 +611,7 @@ public final class Engine: AttemptHost {
 
     private func live(_ t: TransferTask) -> LiveProgress {
         LiveProgress(
-            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections,
-            segments: t.segmentProgress)
+            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections)
     }
 
     private func snapshot(_ id: Int64) -> JobSnapshot? {
@@ -623,6 +622,13 @@ public final class Engine: AttemptHost {
             return JobSnapshot(listing, live: r.state == .running ? live(t) : nil, lastBytes: lastBytes[id])
         }
         return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
+    }
+
+    /// The ranges of a running segmented download (`transfer.segments`): empty when the job runs
+    /// over one connection or does not run; nil for an unknown id.
+    public func segments(of id: Int64) -> [SegmentProgress]? {
+        if let t = tasks[id] { return t.segmentProgress ?? [] }
+        return record(id) == nil ? nil : []
     }
 
     /// The job object of one job, or nil.

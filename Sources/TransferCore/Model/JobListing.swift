@@ -73,18 +73,13 @@ public struct LiveProgress: Equatable, Sendable {
     public var rate: Double
     /// Connections open now.
     public var connections: Int
-    /// A segmented download's ranges; nil for one connection.
-    public var segments: [SegmentProgress]?
 
     /// Creates live progress.
-    public init(
-        bytes: Int64, total: Int64?, rate: Double, connections: Int = 0, segments: [SegmentProgress]? = nil
-    ) {
+    public init(bytes: Int64, total: Int64?, rate: Double, connections: Int = 0) {
         self.bytes = bytes
         self.total = total
         self.rate = rate
         self.connections = connections
-        self.segments = segments
     }
 }
 
@@ -110,6 +105,5 @@ extension JobSnapshot {
             completedAt: l.completedAt.map(Timestamp.rfc3339), history: l.history,
             response: l.kind == .upload ? l.response : nil)
         connections = l.state == .running ? live?.connections ?? 0 : 0
-        segments = l.state == .running ? live?.segments : nil
     }
 }

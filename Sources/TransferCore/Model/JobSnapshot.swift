@@ -133,8 +133,6 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     public var response: ResponseInfo?
     /// Connections open now (0 when not running; up to `--connections` for a segmented download).
     public var connections = 0
-    /// A running segmented download's ranges, by start; null otherwise.
-    public var segments: [SegmentProgress]? = nil
 
     /// Creates a job object.
     public init(
@@ -172,7 +170,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, destination, bytes, total, fraction, rate, eta, attempts, httpStatus
         case error, waitReason, nextRetryAt, insecure, sha256, createdAt, updatedAt, completedAt, history, response
-        case connections, segments
+        case connections
     }
 
     /// Encodes every field, absent ones as `null`; `response` for uploads only.
@@ -200,13 +198,12 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
         try c.encode(connections, forKey: .connections)
-        try c.encode(segments, forKey: .segments)
         try c.encode(history, forKey: .history)
         if kind == .upload { try c.encode(response, forKey: .response) }
     }
 }
 
-/// One range of a running segmented download, as in the job object's `segments`.
+/// One range of a running segmented download (`transfer.segments`).
 public struct SegmentProgress: Codable, Sendable, Equatable {
     /// The range's first byte.
     public var start: Int64

@@ -55,22 +55,6 @@ public struct JobJSONWriter {
             key(",\"response\":")
             if let response = job.response { write(response) } else { null() }
         }
-        key(",\"segments\":")
-        if let segments = job.segments {
-            bytes.append(UInt8(ascii: "["))
-            for (n, s) in segments.enumerated() {
-                key(n > 0 ? ",{\"bytes\":" : "{\"bytes\":")
-                int(s.bytes)
-                key(",\"end\":")
-                int(s.end)
-                key(",\"start\":")
-                int(s.start)
-                bytes.append(UInt8(ascii: "}"))
-            }
-            bytes.append(UInt8(ascii: "]"))
-        } else {
-            null()
-        }
         key(",\"sha256\":")
         string(job.sha256)
         key(",\"state\":")

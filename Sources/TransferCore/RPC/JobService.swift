@@ -21,6 +21,8 @@ public protocol JobService: AnyObject {
     func curlCommand(_ id: Int64) -> String?
     /// Number of jobs in each state (every state present).
     func counts() -> [TransferState: Int]
+    /// The ranges of a running segmented download (empty otherwise); nil for an unknown id.
+    func segments(of id: Int64) -> [SegmentProgress]?
     /// The daemon-wide bandwidth limits in force now.
     func currentLimits() -> LimitsInForce
     /// Changes the daemon-wide limits (values as the `limit` options take them: `2M`, `off`,

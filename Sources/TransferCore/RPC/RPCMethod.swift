@@ -19,6 +19,8 @@ public enum RPCMethod: String, CaseIterable, Sendable {
     case transferRetry = "transfer.retry"
     /// Removes jobs.
     case transferRemove = "transfer.remove"
+    /// The ranges of a running segmented download: params `id`; result `{"segments": [...]}`.
+    case transferSegments = "transfer.segments"
     /// A job's equivalent curl command, secrets redacted.
     case transferCurl = "transfer.curl"
     /// The daemon's status.

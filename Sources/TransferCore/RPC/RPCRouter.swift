@@ -16,6 +16,7 @@ public final class RPCRouter {
             .transferList: ListHandler(),
             .transferGet: GetHandler(),
             .transferCurl: CurlHandler(),
+            .transferSegments: SegmentsHandler(),
             .daemonStatus: DaemonStatusHandler(),
             .daemonShutdown: ShutdownHandler(),
             .daemonLimits: LimitsHandler(),

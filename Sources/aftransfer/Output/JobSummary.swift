@@ -7,7 +7,8 @@ enum JobSummary {
     /// - Parameters:
     ///   - job: the job.
     ///   - now: the time a retry timer counts from; the current time by default.
-    static func lines(_ job: JobSnapshot, now: Date = Date()) -> [String] {
+    ///   - segments: a segmented download's ranges (`transfer.segments`), shown under "Ranges".
+    static func lines(_ job: JobSnapshot, now: Date = Date(), segments: [SegmentProgress] = []) -> [String] {
         var fields: [(String, String)] = [
             ("State", job.state.rawValue),
             ("URL", job.url),
@@ -49,7 +50,7 @@ enum JobSummary {
         for (name, value) in fields {
             lines.append("  " + name + ":" + String(repeating: " ", count: width - name.count + 1) + value)
         }
-        if let segments = job.segments, !segments.isEmpty {
+        if !segments.isEmpty {
             lines.append("  Ranges:")
             for s in segments { lines.append("    " + describe(s)) }
         }
