@@ -132,7 +132,9 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     /// Uploads only: the response kept with the job (absent for downloads).
     public var response: ResponseInfo?
     /// Connections open now (0 when not running; up to `--connections` for a segmented download).
-    public var connections = 0
+    /// Optional only so that a job object without it (an older daemon's) still decodes; always
+    /// written, as 0 when nil.
+    public var connections: Int? = 0
 
     /// Creates a job object.
     public init(
@@ -197,7 +199,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
-        try c.encode(connections, forKey: .connections)
+        try c.encode(connections ?? 0, forKey: .connections)
         try c.encode(history, forKey: .history)
         if kind == .upload { try c.encode(response, forKey: .response) }
     }

@@ -21,7 +21,7 @@ public struct JobJSONWriter {
         key(",\"completedAt\":")
         string(job.completedAt)
         key(",\"connections\":")
-        int(Int64(job.connections))
+        int(Int64(job.connections ?? 0))
         key(",\"createdAt\":")
         string(job.createdAt)
         key(",\"destination\":")

@@ -25,7 +25,7 @@ struct StatusCommand: ParsableCommand {
             let job = try result.decode(as: JobSnapshot.self)
             // A segmented download's ranges are not in the job object: asked for separately.
             var segments: [SegmentProgress] = []
-            if job.state == .running && job.connections > 1 {
+            if job.state == .running && (job.connections ?? 0) > 1 {
                 segments =
                     (try? client.call(
                         method: RPCMethod.transferSegments, params: GetParams(id: id), as: SegmentsResult.self))?

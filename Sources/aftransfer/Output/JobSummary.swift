@@ -25,7 +25,7 @@ enum JobSummary {
         }
         fields.append(("Progress", progress))
         if job.state == .running && job.kind == .download {
-            fields.append(("Connections", String(job.connections)))
+            fields.append(("Connections", String(job.connections ?? 0)))
         }
         fields.append(("Attempts", String(job.attempts)))
         if let status = job.httpStatus { fields.append(("HTTP status", String(status))) }
