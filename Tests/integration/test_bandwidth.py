@@ -2,7 +2,7 @@
 
 import time
 
-from conftest import sha256_file, wait_until
+from conftest import sha256_file, wait_until, write_random_file
 
 MiB = 1024 * 1024
 
@@ -62,3 +62,34 @@ def test_three_jobs_under_a_2M_limit_share_it_and_the_limit_survives_a_restart(d
     for i, id in enumerate(ids):
         daemon.wait_state(id, "completed", timeout=20)
         assert sha256_file(daemon.work / f"three-{i}.bin") == digests[i]
+
+
+def test_the_upload_limit_paces_an_upload(daemon, faultserver, key):
+    daemon.cli("limit", "--upload", "1M", check=0)
+    src = daemon.work / "up.bin"
+    size = 3 * MiB
+    digest = write_random_file(src, size)
+    t0 = time.monotonic()
+    daemon.cli("upload", src, faultserver.url("/upload", key=key), "--wait", check=0, timeout=60)
+    took = time.monotonic() - t0
+    assert took >= 2.2, f"3 MiB under a 1 MiB/s upload limit took {took:.2f} s"
+    up = faultserver.log(key)[-1]["upload"]
+    assert up["complete"] and up["sha256"] == digest
+
+
+def test_a_limit_set_while_a_segmented_download_runs_slows_it_at_once(daemon, nginx):
+    size = 24 * MiB
+    digest = nginx.make_file("bw/seg-live.bin", size)
+    dest = daemon.work / "seg-live.bin"
+    id = daemon.download(nginx.url("bw/seg-live.bin", rate=2 * MiB), "-x", "4", "-o", dest)
+    daemon.wait_bytes(id, 2 * MiB, timeout=20)
+    daemon.cli("limit", "--download", "1M", check=0)
+    time.sleep(0.5)
+    b0, t0 = daemon.job(id)["bytes"], time.monotonic()
+    time.sleep(2.0)
+    b1, t1 = daemon.job(id)["bytes"], time.monotonic()
+    rate = (b1 - b0) / (t1 - t0)
+    assert 0.6 * MiB <= rate <= 1.3 * MiB, f"{rate / MiB:.2f} MiB/s under a 1 MiB/s limit"
+    daemon.cli("limit", "--download", "off", check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == digest

@@ -163,3 +163,22 @@ def test_max_per_host_2_caps_the_connections_the_server_sees(daemon_factory, fau
     import json
     conns = json.loads(body)
     assert 1 <= conns["max"] <= 2, conns
+
+
+def test_pause_and_resume_of_a_segmented_download_continue_every_range(daemon, nginx):
+    size, rate = 8 * MiB, 1 * MiB
+    digest = nginx.make_file("seg/paused.bin", size)
+    dest = daemon.work / "paused.bin"
+    id = daemon.download(nginx.url("seg/paused.bin", rate=rate), "-x", "4", "-o", dest)
+    daemon.wait_bytes(id, 3 * MiB, timeout=20)
+    daemon.cli("pause", id, check=0)
+    paused = daemon.wait_state(id, "paused", timeout=10)
+    assert paused["connections"] == 0 and paused["bytes"] >= 3 * MiB, paused
+    time.sleep(0.3)
+    before = len(ranged(nginx.log("seg/paused.bin")))
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == digest
+    after = ranged(nginx.log("seg/paused.bin"))[before:]
+    starts = {span(e, size)[0] for e in after}
+    assert not starts & {0, 2 * MiB, 4 * MiB, 6 * MiB}, f"a range started over: {sorted(starts)}"
