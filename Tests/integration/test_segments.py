@@ -1,5 +1,6 @@
 """Segmented downloads (SPEC Amendment 2, "Segmented downloads"): `--connections N` / `-x N`."""
 
+import os
 import time
 
 import pytest
@@ -182,3 +183,21 @@ def test_pause_and_resume_of_a_segmented_download_continue_every_range(daemon, n
     after = ranged(nginx.log("seg/paused.bin"))[before:]
     starts = {span(e, size)[0] for e in after}
     assert not starts & {0, 2 * MiB, 4 * MiB, 6 * MiB}, f"a range started over: {sorted(starts)}"
+
+
+def test_a_part_shorter_than_its_ranges_checkpoints_is_started_over_not_spliced(daemon, nginx):
+    size, rate = 8 * MiB, 1 * MiB
+    digest = nginx.make_file("seg/cut.bin", size)
+    dest = daemon.work / "cut.bin"
+    id = daemon.download(nginx.url("seg/cut.bin", rate=rate), "-x", "4", "-o", dest)
+    daemon.wait_bytes(id, 3 * MiB, timeout=20)
+    daemon.stop()
+    part = daemon.work / "cut.bin.aftpart"
+    assert part.stat().st_size > 6 * MiB
+    os.truncate(part, 1 * MiB)  # as if a crash came between cutting the part and the commit
+    before = len(nginx.log("seg/cut.bin"))
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == digest
+    first = nginx.log("seg/cut.bin")[before:]
+    assert any(e["range"] in ("", "bytes=0-") for e in first), first

@@ -52,8 +52,11 @@ final class DownloadTask: TransferTask {
         wantConnections = record.request.connections ?? engine.config.connections
         if let dest = record.destination { try openExistingPart(for: Destination(path: dest)) }
         if let text = record.segments {
-            if part != nil, let t = record.total, ifRangeValue != nil,
-                let stored = SegmentPlan(storedText: text, total: t)
+            // The part must hold every durable byte: a crash between cutting it (a fallback to
+            // one connection) and the commit that forgot the ranges leaves a shorter file.
+            if let part, let t = record.total, ifRangeValue != nil,
+                let stored = SegmentPlan(storedText: text, total: t),
+                part.size() >= stored.segments.filter({ $0.durable > $0.start }).map(\.durable).max() ?? 0
             {
                 plan = stored
                 offset = 0
