@@ -19,6 +19,8 @@ protocol AttemptHost: AnyObject {
     func write(_ job: Int64, _ patch: JobPatch)
     /// Runs `body` once the changes made so far are committed (bookkeeping before a rename).
     func afterCommit(_ body: @escaping () -> Void)
+    /// Connections the running attempts hold to `host` (``TransferTask/hostKey``), all jobs.
+    func connections(toHost host: String) -> Int
     /// The job holding a download destination, other than `except`.
     func holder(of destination: String, except: Int64) -> Int64?
     /// The attempt ended (called once, unless the engine stopped it first).

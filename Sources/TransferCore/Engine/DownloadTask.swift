@@ -583,7 +583,11 @@ final class DownloadTask: TransferTask {
         }
         var busy = Set(connections.map(\.start))
         if let s = primarySegment { busy.insert(s) }
-        while busy.count < wantConnections, let start = p.nextWork(busy: busy) {
+        // No more than `--max-per-host` to the host, all jobs together (one always, so that the
+        // download goes on; libcurl queues it until a connection is free).
+        let free = engine.config.maxPerHost - engine.connections(toHost: hostKey)
+        let cap = busy.count + max(busy.isEmpty ? 1 : 0, free)
+        while busy.count < min(wantConnections, cap), let start = p.nextWork(busy: busy) {
             plan = p
             busy.insert(start)
             startConnection(start)
@@ -593,6 +597,15 @@ final class DownloadTask: TransferTask {
             complete(
                 failure: lastConnectionError ?? TransferError(.network, "no connection for a range", retryable: true))
         }
+    }
+
+    /// Takes free host connections when there is work for them (the engine's tick): another
+    /// job may have freed some.
+    func rebalance() {
+        guard plan != nil, !fallbackRequested, connections.count + (primaryAccepted ? 1 : 0) < wantConnections,
+            engine.connections(toHost: hostKey) < engine.config.maxPerHost
+        else { return }
+        schedulePump()
     }
 
     /// Starts a further connection for the segment at `start`: `Range: bytes=A-B` + `If-Range`.

@@ -390,6 +390,8 @@ public final class Engine: AttemptHost {
             t.complete(failure: TransferError(.timeout, "stalled: under 1 byte/s for \(secs) s", retryable: true))
         }
         for (_, t) in tasks { t.rate.sample(bytes: t.bytes, now: now) }
+        // Segmented downloads take host connections other jobs freed.
+        for (_, t) in tasks where t.phase == .transferring { (t as? DownloadTask)?.rebalance() }
         if onEvent != nil, wantsEvents() {
             for (id, t) in tasks where lastProgressEvent[id] != t.bytes {
                 lastProgressEvent[id] = t.bytes
@@ -421,6 +423,11 @@ public final class Engine: AttemptHost {
     private func deleteFile(_ id: Int64) {
         guard let r = record(id), r.kind == .download, r.state == .completed, let dest = r.destination else { return }
         unlink(dest)
+    }
+
+    /// Connections the running attempts hold to `host` (``AttemptHost``).
+    func connections(toHost host: String) -> Int {
+        tasks.values.reduce(0) { $0 + ($1.openConnections > 0 && $1.hostKey == host ? $1.openConnections : 0) }
     }
 
     /// The job holding a download destination (``AttemptHost``).

@@ -15,7 +15,12 @@ class TransferTask {
     /// The current easy handle (a new one per redirect hop).
     private(set) var easy: CurlEasy?
     /// The URL of the current hop.
-    private(set) var currentURL: String
+    private(set) var currentURL: String {
+        didSet { hostKey = Self.hostKey(of: currentURL) }
+    }
+    /// `scheme://host:port` of the current hop (connections to one host are capped, all jobs
+    /// together: `--max-per-host`).
+    private(set) var hostKey: String
     private var redirectsFollowed = 0
     /// Whether credentials still apply (dropped after a redirect to another origin).
     private var sendCredentials = true
@@ -44,6 +49,7 @@ class TransferTask {
         self.record = record
         self.jobId = record.id ?? 0
         self.currentURL = record.url
+        self.hostKey = Self.hostKey(of: record.url)
         self.lastProgressAt = engine.loop.nowMillis
         self.historyEntry = AttemptRecord(attempt: record.attempts, startedAt: "")
     }
@@ -76,6 +82,14 @@ class TransferTask {
     /// The current hop's handle is done (out of the multi) without an abort reason: true when the
     /// subclass takes it from here (a segmented download whose other connections go on).
     func hopEnded(error: TransferError?) -> Bool { false }
+    /// `scheme://host:port` of a URL (the default port of its scheme when none is given).
+    static func hostKey(of url: String) -> String {
+        guard let c = URLComponents(string: url) else { return url }
+        let scheme = c.scheme?.lowercased() ?? ""
+        let port = c.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(c.host?.lowercased() ?? ""):\(port)"
+    }
+
     /// Connections open now (the job object's `connections`).
     var openConnections: Int { phase == .transferring ? 1 : 0 }
     /// A segmented download's ranges (the job object's `segments`); nil otherwise.
