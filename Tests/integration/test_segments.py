@@ -201,3 +201,21 @@ def test_a_part_shorter_than_its_ranges_checkpoints_is_started_over_not_spliced(
     assert sha256_file(dest) == digest
     first = nginx.log("seg/cut.bin")[before:]
     assert any(e["range"] in ("", "bytes=0-") for e in first), first
+
+
+def test_over_http2_the_ranges_share_one_connection(daemon_factory, nginx):
+    d = daemon_factory(args=["--max-per-host", "1"])
+    size, rate = 8 * MiB, 1 * MiB
+    digest = nginx.make_file("seg/h2.bin", size)
+    t0 = time.monotonic()
+    id = d.download(nginx.h2_url("seg/h2.bin", rate=rate), "-x", "4", "-o", d.work / "h2.bin",
+                    "--cacert", nginx.tls.ca)
+    d.wait_state(id, "completed", timeout=30)
+    took = time.monotonic() - t0
+    assert sha256_file(d.work / "h2.bin") == digest
+    log = ranged(nginx.log("seg/h2.bin"))
+    assert {e["protocol"] for e in log} == {"HTTP/2.0"}, log
+    assert len(log) >= 4
+    # One TCP connection (--max-per-host 1), yet the ranges went at once: 4 streams at 1 MiB/s.
+    assert len({e["connection"] for e in log}) == 1, log
+    assert took < 0.6 * size / rate, f"{took:.1f} s: the ranges did not run at once"

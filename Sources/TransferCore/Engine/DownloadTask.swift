@@ -47,6 +47,8 @@ final class DownloadTask: TransferTask {
     private var fallbackRequested = false
     /// After a fallback: one connection for the rest of the attempt.
     private var singleOnly = false
+    /// The first response came over HTTP/2: the ranges are streams of one connection.
+    private var multiplexed = false
 
     override func prepare() throws {
         wantConnections = record.request.connections ?? engine.config.connections
@@ -476,6 +478,7 @@ final class DownloadTask: TransferTask {
         }
         let p = SegmentPlan(total: t, connections: wantConnections)
         guard p.segments.count > 1 else { return }
+        multiplexed = easy?.isMultiplexed ?? false
         plan = p
         primarySegment = 0
         primaryAccepted = true
@@ -496,6 +499,7 @@ final class DownloadTask: TransferTask {
         {
             keepBody = true
             primaryAccepted = true
+            multiplexed = easy?.isMultiplexed ?? false
             schedulePump()
             return
         }
@@ -585,7 +589,8 @@ final class DownloadTask: TransferTask {
         if let s = primarySegment { busy.insert(s) }
         // No more than `--max-per-host` to the host, all jobs together (one always, so that the
         // download goes on; libcurl queues it until a connection is free).
-        let free = engine.config.maxPerHost - engine.connections(toHost: hostKey)
+        // Over HTTP/2 the ranges are streams of one connection (libcurl multiplexes them).
+        let free = multiplexed ? wantConnections : engine.config.maxPerHost - engine.connections(toHost: hostKey)
         let cap = busy.count + max(busy.isEmpty ? 1 : 0, free)
         while busy.count < min(wantConnections, cap), let start = p.nextWork(busy: busy) {
             plan = p
@@ -603,7 +608,7 @@ final class DownloadTask: TransferTask {
     /// job may have freed some.
     func rebalance() {
         guard plan != nil, !fallbackRequested, connections.count + (primaryAccepted ? 1 : 0) < wantConnections,
-            engine.connections(toHost: hostKey) < engine.config.maxPerHost
+            multiplexed || engine.connections(toHost: hostKey) < engine.config.maxPerHost
         else { return }
         schedulePump()
     }
@@ -748,6 +753,8 @@ final class DownloadTask: TransferTask {
         guard plan != nil else { return 1 }
         return (primaryAccepted ? 1 : 0) + connections.filter(\.isActive).count
     }
+
+    override var hostConnections: Int { multiplexed ? min(1, openConnections) : openConnections }
 
     override var segmentProgress: [SegmentProgress]? {
         plan?.segments.map { SegmentProgress(start: $0.start, end: $0.end, bytes: $0.fetched - $0.start) }

@@ -427,7 +427,7 @@ public final class Engine: AttemptHost {
 
     /// Connections the running attempts hold to `host` (``AttemptHost``).
     func connections(toHost host: String) -> Int {
-        tasks.values.reduce(0) { $0 + ($1.openConnections > 0 && $1.hostKey == host ? $1.openConnections : 0) }
+        tasks.values.reduce(0) { $0 + ($1.hostKey == host ? $1.hostConnections : 0) }
     }
 
     /// The job holding a download destination (``AttemptHost``).

@@ -92,7 +92,9 @@ class TransferTask {
 
     /// Connections open now (the job object's `connections`).
     var openConnections: Int { phase == .transferring ? 1 : 0 }
-    /// A segmented download's ranges (the job object's `segments`); nil otherwise.
+    /// TCP connections held to ``hostKey`` (`--max-per-host`): one for several HTTP/2 streams.
+    var hostConnections: Int { openConnections }
+    /// A segmented download's ranges (`transfer.segments`); nil otherwise.
     var segmentProgress: [SegmentProgress]? { nil }
 
     // MARK: - Starting and stopping
