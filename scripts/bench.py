@@ -18,6 +18,8 @@ Called by scripts/bench, which installs the tools and builds the release binarie
                       (for profiling only: perf distorts the timings of those runs)
  resumable: a 1 GiB upload cut at 90 % (issue 8), to our IETF interop-8 server
   BENCH_RESUMABLE_MB  size of the upload in MiB (default 1024)
+ segmented: the big file from nginx with `limit_rate 20m` per connection
+  BENCH_SEG_RUNS      runs per tool (default 1; curl alone takes size / 20 MiB/s)
  queue: n jobs queued behind busy slots
   BENCH_QUEUE_SIZES   queue sizes, one sub-case each (default 1000,10000,100000)
   BENCH_QUEUE_BUSY    busy slots = the daemon's --max-active (default 2)
@@ -266,6 +268,8 @@ http {{
     # pages (a 4 KiB burst leaves the allowance negative for a minute); nor limit_rate_after (the
     # same overshoot).
     location /trickle/ {{ sendfile off; limit_rate 64; }}
+    # The segmented case: a mirror that limits each connection (limit_rate per connection).
+    location /limited/ {{ alias {work}/www/; limit_rate 20m; }}
   }}
 }}
 """
@@ -395,8 +399,9 @@ class Bench:
         self.upload_skipped: str | None = None
         self.cases = [c.strip() for c in os.environ.get("BENCH_CASES", "big,small,queue").split(",") if c.strip()]
         for c in self.cases:
-            if c not in ("big", "small", "queue", "resumable"):
-                raise SystemExit(f"bench.py: unknown case {c!r} in BENCH_CASES (big, small, queue, resumable)")
+            if c not in ("big", "small", "queue", "resumable", "segmented"):
+                raise SystemExit(
+                    f"bench.py: unknown case {c!r} in BENCH_CASES (big, small, queue, resumable, segmented)")
         self.budget = float(os.environ.get("BENCH_STEP_BUDGET", "120"))
 
     # -- bookkeeping
@@ -492,13 +497,64 @@ class Bench:
                     self.record(name, r)
                 remove(out)
 
-    def aftransfer_download(self, i: int, out: str) -> dict:
-        home = f"{self.work}/home-dl-{i}"
+    def aftransfer_download(self, i: int, out: str, url: str | None = None, extra: tuple[str, ...] = (),
+                            tag: str = "dl") -> dict:
+        """One `aftransfer download URL -o OUT --sha256 HEX --wait` on a fresh daemon."""
+        home = f"{self.work}/home-{tag}-{i}"
         d = Daemon(self.bin, home)
         try:
-            return d.run("download", self.url, "-o", out, "--wait", log=f"{home}.cli.log")
+            return d.run("download", url or self.url, "-o", out, "--sha256", self.want, *extra, "--wait",
+                         log=f"{home}.cli.log")
         finally:
             d.stop()
+
+    # -- segmented (issue 9): a server that limits each connection
+
+    def segmented_runs(self) -> None:
+        """curl, `aria2c -x8 -s8` and `aftransfer download -x 8` of the big file from nginx with
+        `limit_rate 20m` per connection, interleaved."""
+        if not hasattr(self, "want"):
+            self.setup_big()
+        url = f"{self.base}/limited/bench.bin"
+        out = f"{self.out_dir}/bench.bin"
+        runs = int(os.environ.get("BENCH_SEG_RUNS", "1"))
+        tools = [
+            ("limited: curl", lambda i: timed(["curl", "-s", "-o", out, url])),
+            ("limited: aria2c -x8 -s8", lambda i: timed(
+                ["aria2c", "-x8", "-s8", "--file-allocation=none", "-d", self.out_dir, "-o", "bench.bin", url])),
+            ("limited: aftransfer -x 8", lambda i: self.aftransfer_download(i, out, url, ("-x", "8"), "seg")),
+        ]
+        print(f"== segmented: {runs} runs each, {url} (limit_rate 20m per connection)", flush=True)
+        for i in range(runs):
+            for name, fn in tools:
+                remove(out)
+                remove(out + ".aria2")
+                os.sync()
+                r = fn(i)
+                if r["rc"] != 0:
+                    self.fail(f"{name} run {i + 1}: exit status {r['rc']}")
+                    continue
+                self.say(name, i, r)
+                if self.check_file(name, out):
+                    self.record(name, r)
+                remove(out)
+
+    def segmented_report(self) -> None:
+        print()
+        print(f"Results: {self.size // MIB} MiB from nginx with limit_rate 20m per connection")
+        print()
+        print("| tool | runs | mean wall (s) | MiB/s | CPU user+sys (s) | peak RSS (MiB) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for name in [n for n in self.order if n.startswith("limited: ")]:
+            s = self.stats(name)
+            print(f"| {name[9:]} | {s['n']} | {s['mean']:.3f} | {self.size / MIB / s['mean']:.0f} "
+                  f"| {s['cpu']:.2f} | {fmt_mib(s['rss'])} |")
+        a = self.stats("limited: aftransfer -x 8")
+        for other in ("limited: aria2c -x8 -s8", "limited: curl"):
+            b = self.stats(other)
+            if a and b:
+                print(f"\naftransfer -x 8 / {other[9:]}: {a['mean'] / b['mean']:.2f}× wall")
+        print(flush=True)
 
     # -- uploads
 
@@ -1056,6 +1112,9 @@ class Bench:
                         self.small_setup()
                         self.small_runs()
                         self.small_report()
+                    elif case == "segmented":
+                        self.segmented_runs()
+                        self.segmented_report()
                     elif case == "queue":
                         self.queue_runs()
                         self.queue_report()

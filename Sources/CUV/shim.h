@@ -30,6 +30,13 @@ static inline size_t aft_sizeof_loop(void) { return sizeof(uv_loop_t); }
 
 /* Returns freed heap memory to the system (HeapTrimmer). */
 static inline int aft_malloc_trim(void) { return malloc_trim(0); }
+/// Starts the writeback of a file's dirty pages in [offset, offset+len) (len 0: to the end)
+/// without waiting for it: sync_file_range(2) with SYNC_FILE_RANGE_WRITE, through syscall(2)
+/// (the wrapper needs _GNU_SOURCE, which would clash with Glibc's module). 0 or -1 (errno set).
+#include <sys/syscall.h>
+static inline int aft_start_writeback(int fd, long long offset, long long len) {
+    return (int)syscall(SYS_sync_file_range, fd, offset, len, 2 /* SYNC_FILE_RANGE_WRITE */);
+}
 
 /// Moves the calling thread (only it) into the network namespace open at `fd` (setns(2) with
 /// CLONE_NEWNET); 0, or -1 with errno set. Declared here because Swift's Glibc hides setns.

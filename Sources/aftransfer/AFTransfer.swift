@@ -22,6 +22,7 @@ struct AFTransfer: ParsableCommand {
             DownloadCommand.self, UploadCommand.self, ListCommand.self, StatusCommand.self,
             WatchCommand.self, WaitCommand.self, PauseCommand.self, ResumeCommand.self,
             CancelCommand.self, RetryCommand.self, RemoveCommand.self, SetUrlCommand.self, CurlCommand.self,
+            LimitCommand.self,
             DaemonCommand.self,
         ])
 

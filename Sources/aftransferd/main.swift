@@ -30,6 +30,12 @@ struct AFTransferDaemon: ParsableCommand {
     @Option(name: .long, help: "Seconds between checkpoints while bytes flow.")
     var checkpointInterval: Double = EngineConfig.defaultCheckpointInterval
 
+    @Option(name: .long, help: "Most TCP connections to one host and port, all jobs together, idle ones included.")
+    var maxPerHost: Int = EngineConfig.defaultMaxPerHost
+
+    @Option(name: .long, help: "Connections a download uses when it names none (1...16).")
+    var connections: Int = EngineConfig.defaultConnections
+
     @Flag(name: .long, help: "Do not watch netlink for reachability.")
     var noNetworkMonitor = false
 
@@ -43,6 +49,10 @@ struct AFTransferDaemon: ParsableCommand {
 
     func validate() throws {
         guard (1...256).contains(maxActive) else { throw ValidationError("--max-active must be 1...256") }
+        guard (1...256).contains(maxPerHost) else { throw ValidationError("--max-per-host must be 1...256") }
+        guard (1...EngineConfig.maxConnections).contains(connections) else {
+            throw ValidationError("--connections must be 1...\(EngineConfig.maxConnections)")
+        }
         guard stallTimeout >= 1 && stallTimeout <= 86_400 else {
             throw ValidationError("--stall-timeout must be 1...86400 seconds")
         }
@@ -57,6 +67,8 @@ struct AFTransferDaemon: ParsableCommand {
         engine.stallTimeout = stallTimeout
         engine.checkpointInterval = checkpointInterval
         engine.onEnd = onEnd.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+        engine.maxPerHost = maxPerHost
+        engine.connections = connections
         var config = DaemonConfiguration(paths: Paths.resolve(home: home, socket: socket), engine: engine)
         config.watchNetwork = !noNetworkMonitor
         Foundation.exit(Daemon.run(config))

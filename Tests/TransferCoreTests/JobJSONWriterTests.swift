@@ -84,7 +84,7 @@ final class JobJSONWriterTests: XCTestCase {
         for _ in 0..<r.int(0...4) {
             headers[r.pick(["Content-Type", "etag", "X-A", "x-b", "Location", "_z", "a10", "a9"])] = string(r)
         }
-        return JobSnapshot(
+        var job = JobSnapshot(
             id: int64(r), kind: kind, url: string(r), method: r.pick(["GET", "PUT", "POST"]),
             state: r.pick(TransferState.allCases), destination: r.maybe { string(r) }, bytes: int64(r),
             total: r.maybe { int64(r) }, fraction: r.maybe { double(r) }, rate: double(r), eta: r.maybe { double(r) },
@@ -96,6 +96,8 @@ final class JobJSONWriterTests: XCTestCase {
             response: r.maybe { ResponseInfo(status: r.int(100...599), headers: headers, body: string(r)) },
             uploadUrl: r.maybe { string(r) }, resumable: r.maybe { r.pick([ResumableProtocol.ietf, .tus]) },
             hook: r.maybe { HookResult(exitStatus: r.int(0...255), output: string(r)) })
+        job.connections = r.int(0...16)
+        return job
     }
 
     private func written(_ job: JobSnapshot) -> Data {

@@ -19,6 +19,7 @@ final class JobSnapshotTests: XCTestCase {
             "id", "kind", "url", "method", "state", "destination", "bytes", "total", "fraction", "rate", "eta",
             "attempts", "httpStatus", "error", "waitReason", "nextRetryAt", "insecure", "sha256", "createdAt",
             "updatedAt", "completedAt", "history", "hook",
+            "connections",
         ]
         XCTAssertEqual(Set(obj.keys), expected)
         XCTAssertTrue(obj["hook"] is NSNull)

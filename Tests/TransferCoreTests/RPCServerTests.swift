@@ -45,6 +45,9 @@ private final class FakeJobService: JobService {
     var activeTransfers: Int { 0 }
     var totalRate: Double { 0 }
     var isReachable: Bool { true }
+    func segments(of id: Int64) -> [SegmentProgress]? { nil }
+    func currentLimits() -> LimitsInForce { LimitsInForce(download: nil, upload: nil, schedule: nil) }
+    func setLimits(download: String?, upload: String?, schedule: String?) throws -> LimitsInForce { currentLimits() }
     func commit() throws {}
 }
 

@@ -134,6 +134,29 @@ final class StoreUpgradeTests: XCTestCase {
         XCTAssertTrue(migrations.contains("v6-hooks"))
     }
 
+    /// Migration "v5-segments-limits" adds the `setting` table (bandwidth limits) and a job's
+    /// `segments`: a v3 database keeps its jobs, has no limits and no segments, and takes both.
+    func testThatASchemaV3DatabaseUpgradesThroughV5WithNoLimitsAndNoSegments() throws {
+        let copy = try copyFixture("transfers-v3")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let store = try JobStore(path: copy.path)
+        XCTAssertEqual(try store.limits(), BandwidthLimits())
+        let jobs = try store.jobs()
+        XCTAssertEqual(jobs.count, 4)
+        XCTAssertTrue(jobs.allSatisfy { $0.segments == nil })
+        let limits = try BandwidthLimits().changed(download: "2M", upload: "off", schedule: "08:00,1M 19:00,off")
+        try store.saveLimits(limits)
+        var batch = WriteBatch()
+        var p = JobPatch()
+        p.segments = .some("[[0,10,5],[10,20,10]]")
+        batch.patch(jobs[3].id ?? 0, p)
+        try store.commit(batch, now: 1)
+        let reopened = try JobStore(path: copy.path)
+        XCTAssertEqual(try reopened.limits(), limits)
+        XCTAssertEqual(try reopened.job(jobs[3].id ?? 0)?.segments, "[[0,10,5],[10,20,10]]")
+        XCTAssertEqual(try reopened.schedulingFacts().first { $0.id == jobs[3].id }?.segmented, true)
+    }
+
     private func copyFixture(_ name: String) throws -> URL {
         let fixture = try XCTUnwrap(
             Bundle.module.url(forResource: name, withExtension: "sqlite", subdirectory: "Fixtures"))

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import signal
+import select
 import socket
 import socketserver
 import sys
@@ -97,6 +98,46 @@ class State:
         self.counters: dict[str, int] = {}
         self.logs: dict[str, list[dict]] = {}
         self.connections: set[socket.socket] = set()
+        # Per key: the connections that served it and are still open (idle ones included), and
+        # the most there ever were at once (GET /_conns?key=K).
+        self.key_open: dict[str, set[int]] = {}
+        self.key_max: dict[str, int] = {}
+        self.socks: dict[int, socket.socket] = {}
+
+    def served(self, key: str, conn: int, sock: socket.socket) -> None:
+        with self.lock:
+            self.socks[conn] = sock
+            open_now = self.key_open.setdefault(key, set())
+            # A connection the client closed while its handler sleeps (pacing) is not open: a FIN
+            # shows as end of file to a peek.
+            for other in list(open_now):
+                if other != conn and self.peer_closed(self.socks.get(other)):
+                    open_now.discard(other)
+            open_now.add(conn)
+            self.key_max[key] = max(self.key_max.get(key, 0), len(open_now))
+
+    @staticmethod
+    def peer_closed(sock) -> bool:
+        if sock is None:
+            return True
+        try:
+            # Python waits for readability first on a socket with a timeout: never block here.
+            readable, _, _ = select.select([sock], [], [], 0)
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except (OSError, ValueError):
+            return True
+
+    def closed(self, conn: int) -> None:
+        with self.lock:
+            self.socks.pop(conn, None)
+            for open_now in self.key_open.values():
+                open_now.discard(conn)
+
+    def conns_json(self, key: str) -> bytes:
+        with self.lock:
+            return json.dumps({"open": len(self.key_open.get(key, ())), "max": self.key_max.get(key, 0)}).encode()
 
     def begin(self, key: str, entry: dict) -> int:
         with self.lock:
@@ -375,6 +416,7 @@ class Handler(socketserver.BaseRequestHandler):
     def finish(self) -> None:
         with STATE.lock:
             STATE.connections.discard(self.sock)
+        STATE.closed(id(self))
         try:
             self.rfile.close()
         except OSError:
@@ -489,6 +531,10 @@ class Handler(socketserver.BaseRequestHandler):
             self.drain_body()
             STATE.reset(q.str("key"))
             return self.simple(200, b"{}", ctype="application/json", close=wants_close)
+        if path == "/_conns":
+            self.drain_body()
+            return self.simple(200, STATE.conns_json(q.str("key", "") or ""), ctype="application/json",
+                               close=wants_close)
         if path == "/_health":
             self.drain_body()
             return self.simple(200, b"ok", close=wants_close)
@@ -524,6 +570,7 @@ class Handler(socketserver.BaseRequestHandler):
             "upload": None,
         }
         self.n = STATE.begin(key, self.entry)
+        STATE.served(key, id(self), self.sock)
         times = q.int("times")
         self.faulty = times is None or self.n <= times
 
@@ -595,6 +642,10 @@ class Handler(socketserver.BaseRequestHandler):
         seed = q.str("seed", "0")
         eff_seed = f"{seed}.{self.n}" if q.flag("change") else seed
         generation = self.n if q.flag("change") else 0
+        change_after = q.int("changeafter")
+        if change_after is not None and self.n > change_after:
+            # A new version from request changeafter+1 on (validators change too).
+            eff_seed, generation = f"{seed}.v2", 2
         etag = None if q.has("etag") and not q.flag("etag") else etag_for(size, eff_seed)
         if etag and q.flag("weaketag"):
             etag = "W/" + etag
@@ -632,12 +683,14 @@ class Handler(socketserver.BaseRequestHandler):
 
         status, start, end = 200, 0, size
         rng = self.headers.get("range")
+        if q.int("ignorerange") == self.n:
+            rng = None  # this one request (by number) ignores Range: a whole 200
         if rng is not None and not norange:
             parsed = parse_range(rng, size)
             if parsed is not None:
                 if_range = self.headers.get("if-range")
                 honour = True
-                if if_range is not None:
+                if if_range is not None and not q.flag("ignoreifrange"):
                     if if_range.startswith('"') or if_range.startswith("W/"):
                         # Strong comparison: a weak validator never matches.
                         honour = etag is not None and not etag.startswith("W/") and if_range == etag

@@ -72,7 +72,7 @@ ERROR_CODES = (
 JOB_KEYS = (
     "id", "kind", "url", "method", "state", "destination", "bytes", "total", "fraction", "rate",
     "eta", "attempts", "httpStatus", "error", "waitReason", "nextRetryAt", "insecure", "sha256",
-    "createdAt", "updatedAt", "completedAt", "history",
+    "createdAt", "updatedAt", "completedAt", "history", "connections",
     "hook",  # issue 10: the last ending's --on-end hook
 )
 HISTORY_KEYS = (
@@ -531,11 +531,12 @@ class Nginx:
         for _ in range(5):
             self.port = _free_port()
             self.tls_port = _free_port() if self.tls else None
+            self.h2_port = _free_port() if self.tls else None
             conf = NGINX_TEMPLATE.read_text()
             if not self.tls:
                 conf = re.sub(r"(?s)\n[ \t]*# TLS-BEGIN.*?# TLS-END[^\n]*", "", conf)
             for k, v in {"PREFIX": str(self.prefix), "DOCROOT": str(self.docroot), "PORT": str(self.port),
-                         "TLS_PORT": str(self.tls_port), "USER": "user root;" if os.geteuid() == 0 else ""}.items():
+                         "TLS_PORT": str(self.tls_port), "H2_PORT": str(self.h2_port), "USER": "user root;" if os.geteuid() == 0 else ""}.items():
                 conf = conf.replace("{{" + k + "}}", v)
             (self.prefix / "nginx.conf").write_text(conf)
             self.proc = spawn(
@@ -552,6 +553,13 @@ class Nginx:
         self.workers = children_of(self.proc.pid)
         self.base = f"http://127.0.0.1:{self.port}"
         self.tls_base = f"https://127.0.0.1:{self.tls_port}" if self.tls else None
+
+    def h2_url(self, name: str, rate: int | None = None) -> str:
+        """An https URL of ``name`` on the HTTP/2 server (skips the test without certificates)."""
+        if not self.tls:
+            pytest.skip("no openssl: nginx runs without TLS")
+        q = f"?rate={rate}" if rate is not None else ""
+        return f"https://127.0.0.1:{self.h2_port}/{urllib.parse.quote(name)}{q}"
 
     def tls_url(self, name: str, host: str = "127.0.0.1") -> str:
         """An https URL of ``name`` (skips the test when no certificate could be made)."""

@@ -13,7 +13,7 @@ UPDATE = os.environ.get("AFT_UPDATE_GOLDEN") == "1"
 COMMANDS = [
     [], ["download"], ["upload"], ["list"], ["status"], ["watch"], ["wait"], ["pause"], ["resume"],
     ["cancel"], ["retry"], ["remove"], ["curl"], ["daemon"], ["daemon", "start"], ["daemon", "stop"],
-    ["daemon", "status"], ["set-url"],
+    ["daemon", "status"], ["set-url"], ["limit"],
 ]
 
 

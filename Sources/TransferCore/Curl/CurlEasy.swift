@@ -134,7 +134,8 @@ public final class CurlEasy {
                 failed.append("PREREQFUNCTION")
             }
         }
-        if let from = o.rangeFrom { set(CURLOPT_RANGE, "\(from)-") }
+        if let from = o.rangeFrom { set(CURLOPT_RANGE, "\(from)-" + (o.rangeTo.map { "\($0)" } ?? "")) }
+        if o.waitForMultiplexing { set(CURLOPT_PIPEWAIT, 1) }
         switch o.body {
         case .none:
             break
@@ -231,6 +232,14 @@ public final class CurlEasy {
     public func message(for code: CURLcode) -> String {
         let text = String(cString: errorBuffer)
         return text.isEmpty ? String(cString: curl_easy_strerror(code)) : text
+    }
+
+    /// Whether the response came over HTTP/2 or later (one connection carries several
+    /// transfers).
+    public var isMultiplexed: Bool {
+        var v = 0
+        // CURL_HTTP_VERSION_2_0 is 3, CURL_HTTP_VERSION_3 is 30 (macros Swift cannot import).
+        return aft_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &v) == CURLE_OK && v >= 3
     }
 
     /// The redirect target libcurl computed from the response's `Location`.

@@ -158,6 +158,15 @@ public final class CurlMulti {
 
     private var closed = false
 
+    /// Caps the TCP connections to one host and port, idle kept-alive ones included (libcurl
+    /// counts the connections in its cache too and closes an idle one to make room); transfers
+    /// over the cap wait inside libcurl for a connection. HTTP/2 servers get several transfers
+    /// multiplexed over one connection (``CurlRequestOptions/waitForMultiplexing``).
+    public func limitConnectionsPerHost(_ n: Int) {
+        aft_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, n)
+        aft_multi_setopt_long(multi, CURLMOPT_PIPELINING, 2)  // CURLPIPE_MULTIPLEX (a macro)
+    }
+
     /// Kicks curl after handles were added outside a socket event (it also arms its timer itself).
     public func kick() { action(CURL_SOCKET_TIMEOUT, 0) }
 }

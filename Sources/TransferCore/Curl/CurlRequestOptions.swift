@@ -36,6 +36,11 @@ public struct CurlRequestOptions: Equatable, Sendable {
     public var inspectsCertificates = false
     /// Ask for the bytes from this offset on (`Range: bytes=N-`).
     public var rangeFrom: Int64?
+    /// With ``rangeFrom``: the last byte wanted (`Range: bytes=N-M`).
+    public var rangeTo: Int64?
+    /// Wait for an HTTP/2 connection that can carry this transfer too rather than open another
+    /// (libcurl's multiplexing; a segmented download's further ranges).
+    public var waitForMultiplexing = false
     /// The request body.
     public var body: Body = .none
     /// libcurl's receive buffer size.

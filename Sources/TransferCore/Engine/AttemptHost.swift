@@ -10,6 +10,8 @@ protocol AttemptHost: AnyObject {
     var config: EngineConfig { get }
     /// Checkpoint cadence and generations.
     var checkpointer: Checkpointer { get }
+    /// The daemon-wide bandwidth budgets.
+    var bandwidth: BandwidthGovernor { get }
     /// Coalesced directory fsyncs after renames.
     var directorySyncer: DirectorySyncer { get }
     /// Changes the job's row (written with the loop pass's group commit; the attempt's cached
@@ -17,6 +19,8 @@ protocol AttemptHost: AnyObject {
     func write(_ job: Int64, _ patch: JobPatch)
     /// Runs `body` once the changes made so far are committed (bookkeeping before a rename).
     func afterCommit(_ body: @escaping () -> Void)
+    /// Connections the running attempts hold to `host` (``TransferTask/hostKey``), all jobs.
+    func connections(toHost host: String) -> Int
     /// The job holding a download destination, other than `except`.
     func holder(of destination: String, except: Int64) -> Int64?
     /// Writes the task's current history entry (a resumable upload's requests are one entry

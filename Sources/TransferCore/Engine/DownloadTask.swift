@@ -3,7 +3,13 @@ import Foundation
 /// One attempt of a download: bytes go to the destination's part (`<destination>.aftpart`),
 /// resumed with `Range` and `If-Range`, hashed as they arrive, synced, verified and moved into
 /// place (SPEC "Downloads"). The part is created with the first body byte, so a failure before
-/// any (a 404, a refused redirect) leaves nothing behind. Loop-thread only.
+/// any (a 404, a refused redirect) leaves nothing behind.
+///
+/// With `--connections N` > 1 the download may be segmented (SPEC "Segmented downloads", the
+/// `Segments` section below): the first request (this task's own hop) is `Range: bytes=0-`; once
+/// its `206` shows a size of at least 2 MiB and a strong validator, a ``SegmentPlan`` splits the
+/// file, the first request keeps the first segment and ``SegmentConnection``s fetch the others
+/// into the same part at their offsets. Loop-thread only.
 final class DownloadTask: TransferTask {
     private var part: PartFile?
     /// The part's path once the destination is known.
@@ -19,9 +25,49 @@ final class DownloadTask: TransferTask {
     /// The offset of the last checkpoint asked for.
     private(set) var checkpointRequestedAt: Int64 = -1
 
+    // Segments (see the type's documentation).
+    /// Connections wanted: the job's `--connections`, else the daemon's default.
+    private var wantConnections = 1
+    /// The ranges of a segmented download; nil for one connection.
+    private var plan: SegmentPlan?
+    /// The segment this task's own request fetches, while it does.
+    private var primarySegment: Int64?
+    /// This task's own request is a segment connection whose response was accepted.
+    private var primaryAccepted = false
+    /// This task's own request got past its segment's end and was stopped for that.
+    private var primaryReachedEnd = false
+    /// The further connections.
+    private var connections: [SegmentConnection] = []
+    /// Runs ``pump()`` on the loop, never inside a curl callback.
+    private var pumpTimer: LoopTimer?
+    /// Failed further connections, and the last one's error.
+    private var connectionFailures = 0
+    private var lastConnectionError: TransferError?
+    /// A `200` to a range or a changed validator: stop all, start over from byte 0 on one.
+    private var fallbackRequested = false
+    /// After a fallback: one connection for the rest of the attempt.
+    private var singleOnly = false
+    /// The first response came over HTTP/2: the ranges are streams of one connection.
+    private var multiplexed = false
+
     override func prepare() throws {
+        wantConnections = record.request.connections ?? engine.config.connections
         if let dest = record.destination { try openExistingPart(for: Destination(path: dest)) }
-        bytes = offset
+        if let text = record.segments {
+            // The part must hold every durable byte: a crash between cutting it (a fallback to
+            // one connection) and the commit that forgot the ranges leaves a shorter file.
+            if let part, let t = record.total, ifRangeValue != nil,
+                let stored = SegmentPlan(storedText: text, total: t),
+                part.size() >= stored.segments.filter({ $0.durable > $0.start }).map(\.durable).max() ?? 0
+            {
+                plan = stored
+                offset = 0
+            } else {
+                // Ranges that cannot be resumed (no part, no validator): never splice, start over.
+                resetToZero()
+            }
+        }
+        bytes = plan?.fetchedBytes ?? offset
         total = record.total
     }
 
@@ -29,17 +75,34 @@ final class DownloadTask: TransferTask {
     /// large part would block the loop) before the first request.
     override func start() throws {
         try prepare()
-        guard offset > 0, let hasher else {
-            try startHop()
+        let prefix = plan?.contiguousEnd ?? offset
+        guard prefix > 0, let hasher else {
+            try startFirstRequest()
             return
         }
-        hasher.whenHashed(upTo: offset) { ok in
+        hasher.whenHashed(upTo: prefix) { ok in
             guard self.phase == .preparing else { return }
             if !ok { self.resetToZero() }  // bytes that cannot be read back cannot be verified
-            do { try self.startHop() } catch {
+            do { try self.startFirstRequest() } catch {
                 self.complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
             }
         }
+    }
+
+    /// The attempt's first request: a segmented download resumes one of its unfinished ranges
+    /// (the others follow once its response is checked); a whole one goes straight to finishing.
+    private func startFirstRequest() throws {
+        if var p = plan {
+            guard let next = p.nextWork(busy: []) else {
+                wholeAlready = true
+                phase = .transferring
+                finishAttempt()
+                return
+            }
+            plan = p
+            primarySegment = next
+        }
+        try startHop()
     }
 
     /// Checks (or creates) the directory and opens an existing part; `offset` is its size.
@@ -67,26 +130,38 @@ final class DownloadTask: TransferTask {
 
     override var overriddenHeaders: [String] { ["accept-encoding", "range", "if-range"] }
 
+    /// The validator `If-Range` carries: a strong ETag, else Last-Modified.
+    private var ifRangeValue: String? {
+        if let etag = record.etag, !etag.hasPrefix("W/") { return etag }
+        return record.lastModified
+    }
+
     override func extraHeaders() -> [String] {
         var h = ["Accept-Encoding: identity"]
-        if offset > 0 {
-            if let etag = record.etag, !etag.hasPrefix("W/") {
-                h.append("If-Range: \(etag)")
-            } else if let lm = record.lastModified {
-                h.append("If-Range: \(lm)")
-            }
-        }
+        if offset > 0 || primarySegment != nil, let v = ifRangeValue { h.append("If-Range: \(v)") }
         return h
     }
 
     override func configure(_ options: inout CurlRequestOptions, _ easy: CurlEasy) {
-        if offset > 0 { options.rangeFrom = offset }
+        if let start = primarySegment, let seg = plan?.segment(start) {
+            options.rangeFrom = seg.fetched
+            options.rangeTo = seg.end - 1
+        } else if offset > 0 {
+            options.rangeFrom = offset
+        } else if wantConnections > 1 && !singleOnly {
+            // `bytes=0-` learns the size, the validator and whether ranges work.
+            options.rangeFrom = 0
+        }
         easy.onBody = { [unowned self] data in self.receive(data) }
     }
 
     override func responseHeadersComplete() {
         keepBody = false
         guard let s = lastStatus else { return }
+        if primarySegment != nil {
+            resumedSegmentHeaders(status: s)
+            return
+        }
         if s == 416 && offset > 0 {
             let remote = contentRange()?.total ?? record.total
             if remote == offset {
@@ -131,6 +206,7 @@ final class DownloadTask: TransferTask {
         p.total = .some(total)
         write(p)
         keepBody = true
+        if s == 206 && offset == 0 && wantConnections > 1 && !singleOnly { beginSegments() }
     }
 
     // MARK: - Disk full (SPEC "Disk full and other faults")
@@ -197,6 +273,8 @@ final class DownloadTask: TransferTask {
 
     /// Throws away the part's bytes: the database first (durable 0), then the file.
     private func resetToZero() {
+        plan = nil
+        primarySegment = nil
         write(engine.checkpointer.discard(jobId))
         _ = part?.truncate(to: 0)
         offset = 0
@@ -221,6 +299,15 @@ final class DownloadTask: TransferTask {
     private func receive(_ data: UnsafeRawBufferPointer) -> CurlEasy.BodyVerdict {
         guard keepBody else { return .accept }
         guard pace(data.count) else { return .pause }
+        if let start = primarySegment, plan != nil {
+            switch writeSegment(start, data) {
+            case .accept: return .accept
+            case .reachedEnd:
+                primaryReachedEnd = true
+                return .abort
+            case .failed: return .abort
+            }
+        }
         if part == nil {
             guard let path = partPath else {
                 abortError = TransferError(.io, "no destination to write to", retryable: false)
@@ -251,10 +338,29 @@ final class DownloadTask: TransferTask {
         let at = bytes
         checkpointRequestedAt = at
         let gen = engine.checkpointer.generation(jobId)
+        if let offsets = plan?.fetchOffsets {
+            // Every range's offset, once the bytes before it are synced.
+            part.sync { ok in
+                if ok && self.engine.checkpointer.generation(self.jobId) == gen { self.recordSegments(offsets) }
+                then?()
+            }
+            return
+        }
         part.sync { ok in
             if ok { self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: at) }
             then?()
         }
+    }
+
+    /// Records the ranges' durable offsets (their bytes are synced).
+    private func recordSegments(_ offsets: [Int64: Int64]) {
+        guard var p = plan else { return }
+        p.markDurable(offsets)
+        plan = p
+        var patch = JobPatch()
+        patch.segments = .some(p.storedText)
+        patch.durableBytes = p.durableBytes
+        write(patch)
     }
 
     override func complete(report: @escaping (AttemptOutcome) -> Void) {
@@ -326,6 +432,7 @@ final class DownloadTask: TransferTask {
         p.finalizing = true
         p.durableBytes = size
         p.sha256 = .some(digest)
+        p.segments = .some(nil)
         write(p)
         engine.afterCommit {
             guard self.phase != .ended else { return }
@@ -345,6 +452,7 @@ final class DownloadTask: TransferTask {
     }
 
     override func failed(_ error: TransferError, then: @escaping () -> Void) {
+        stopConnections()
         trimAfterDiskFull(error)
         hasher?.close()
         checkpoint {
@@ -376,8 +484,312 @@ final class DownloadTask: TransferTask {
     /// Synchronous checkpoint for shutdown: fdatasync on the loop, then the row.
     override func checkpointNow() {
         guard let part else { return }
+        if let offsets = plan?.fetchOffsets {
+            if fdatasync(part.fd) == 0 { recordSegments(offsets) }
+            return
+        }
         if fdatasync(part.fd) == 0 {
             engine.checkpointer.recorded(jobId, generation: engine.checkpointer.generation(jobId), offset: bytes)
         }
+    }
+
+    // MARK: - Segments
+
+    /// Failed further connections an attempt tolerates (each also lowers the connections
+    /// wanted by one: a server may refuse more than a few).
+    static let maxConnectionFailures = 8
+
+    /// The first response (`206` to `bytes=0-`) allows segments: split the file and start the
+    /// further connections (after this callback).
+    private func beginSegments() {
+        guard let t = total, t >= SegmentPlan.minimumSize, ifRangeValue != nil, let path = partPath else { return }
+        if part == nil {
+            do { try openPart(path) } catch {
+                abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+                return
+            }
+        }
+        let p = SegmentPlan(total: t, connections: wantConnections)
+        guard p.segments.count > 1 else { return }
+        multiplexed = easy?.isMultiplexed ?? false
+        plan = p
+        primarySegment = 0
+        primaryAccepted = true
+        var patch = JobPatch()
+        patch.segments = .some(p.storedText)
+        write(patch)
+        Log.info(
+            "segmented: \(p.segments.count) ranges of \(t) bytes over up to \(wantConnections) connections", job: jobId)
+        schedulePump()
+    }
+
+    /// The response to this task's own request for an unfinished range of a resumed plan.
+    private func resumedSegmentHeaders(status s: Int) {
+        guard let start = primarySegment, let p = plan, let seg = p.segment(start) else { return }
+        let range = contentRange()
+        if s == 206, let range, range.start == seg.fetched, range.total == p.total,
+            validatorsMatch(etag: header("etag"), lastModified: header("last-modified"))
+        {
+            keepBody = true
+            primaryAccepted = true
+            multiplexed = easy?.isMultiplexed ?? false
+            schedulePump()
+            return
+        }
+        guard (200..<300).contains(s) || s == 416 else { return }  // an error status fails the attempt
+        Log.info("server answered \(s) to a range of a segmented download: restarting from byte 0", job: jobId)
+        resetToZero()
+        if s == 200 {
+            // The whole (perhaps new) file from byte 0: keep it, over this one connection.
+            singleOnly = true
+            total = header("content-length").flatMap { Int64($0) }
+            var patch = JobPatch()
+            patch.etag = .some(header("etag"))
+            patch.lastModified = .some(header("last-modified"))
+            patch.total = .some(total)
+            write(patch)
+            keepBody = true
+            return
+        }
+        abortError = TransferError(.network, "the remote file changed; starting over", retryable: true)
+    }
+
+    /// Whether a response's validators are the ones the part's bytes came with.
+    private func validatorsMatch(etag: String?, lastModified: String?) -> Bool {
+        if let mine = record.etag, !mine.hasPrefix("W/") { return etag == mine }
+        if let mine = record.lastModified { return lastModified == mine }
+        return false
+    }
+
+    /// How a segment's bytes were taken.
+    private enum SegmentWrite {
+        /// All written.
+        case accept
+        /// Written up to the segment's end; the rest belongs to another segment.
+        case reachedEnd
+        /// The write failed (``abortError`` is set).
+        case failed
+    }
+
+    /// Writes bytes at the segment's fetch offset, up to its end; the digest follows the
+    /// contiguous prefix.
+    private func writeSegment(_ start: Int64, _ data: UnsafeRawBufferPointer) -> SegmentWrite {
+        guard var p = plan, let seg = p.segment(start), let part, let base = data.baseAddress else {
+            return data.isEmpty ? .accept : .reachedEnd
+        }
+        let n = Int(min(Int64(data.count), seg.remaining))
+        if n > 0 {
+            let rc = part.append(base, n, at: seg.fetched)
+            if rc != 0 {
+                abortError = FileErrors.error(rc, "cannot write \(part.path)")
+                return .failed
+            }
+            p.advance(start, by: Int64(n))
+            plan = p
+            progressed(to: p.fetchedBytes)
+            hasher?.advance(to: p.contiguousEnd)
+        }
+        return n < data.count ? .reachedEnd : .accept
+    }
+
+    /// Runs ``pump()`` soon on the loop (never inside a curl callback).
+    private func schedulePump() {
+        if pumpTimer == nil { pumpTimer = LoopTimer(loop: engine.loop) }
+        guard pumpTimer?.isActive != true else { return }
+        pumpTimer?.start(after: 1) { [weak self] in self?.pump() }
+    }
+
+    /// Brings the connections in line with the plan: a fallback to one connection, the end of
+    /// the attempt when every range is fetched, or free connections taking work (an unfinished
+    /// range nobody fetches, else half of the largest remainder).
+    private func pump() {
+        guard phase == .transferring else { return }
+        if fallbackRequested {
+            fallBackToOneConnection()
+            return
+        }
+        connections.removeAll { !$0.isActive }
+        guard var p = plan else { return }
+        if p.isComplete && openConnections == 0 {
+            finishAttempt()
+            return
+        }
+        if connectionFailures > Self.maxConnectionFailures {
+            complete(failure: lastConnectionError ?? TransferError(.network, "ranges kept failing", retryable: true))
+            return
+        }
+        var busy = Set(connections.map(\.start))
+        if let s = primarySegment { busy.insert(s) }
+        // No more than `--max-per-host` to the host, all jobs together (one always, so that the
+        // download goes on; libcurl queues it until a connection is free).
+        // Over HTTP/2 the ranges are streams of one connection (libcurl multiplexes them).
+        let free = multiplexed ? wantConnections : engine.config.maxPerHost - engine.connections(toHost: hostKey)
+        let cap = busy.count + max(busy.isEmpty ? 1 : 0, free)
+        while busy.count < min(wantConnections, cap), let start = p.nextWork(busy: busy) {
+            plan = p
+            busy.insert(start)
+            startConnection(start)
+        }
+        plan = p
+        if busy.isEmpty && !p.isComplete {
+            complete(
+                failure: lastConnectionError ?? TransferError(.network, "no connection for a range", retryable: true))
+        }
+    }
+
+    /// Takes free host connections when there is work for them (the engine's tick): another
+    /// job may have freed some.
+    func rebalance() {
+        guard plan != nil, !fallbackRequested, connections.count + (primaryAccepted ? 1 : 0) < wantConnections,
+            multiplexed || engine.connections(toHost: hostKey) < engine.config.maxPerHost
+        else { return }
+        schedulePump()
+    }
+
+    /// Starts a further connection for the segment at `start`: `Range: bytes=A-B` + `If-Range`.
+    private func startConnection(_ start: Int64) {
+        guard let seg = plan?.segment(start) else { return }
+        do {
+            let e = try CurlEasy()
+            let c = SegmentConnection(start: start, easy: e)
+            var extra = ["Accept-Encoding: identity"]
+            if let v = ifRangeValue { extra.append("If-Range: \(v)") }
+            var o = requestOptions(for: e, extraHeaders: extra, overridden: overriddenHeaders)
+            o.rangeFrom = seg.fetched
+            o.rangeTo = seg.end - 1
+            o.waitForMultiplexing = o.url.lowercased().hasPrefix("https:")  // HTTP/2 only over TLS
+            e.onHeader = { [unowned self, unowned c] line in c.header(line) { self.segmentHeaders(c) } }
+            e.onBody = { [unowned self, unowned c] data in self.segmentBody(c, data) }
+            e.onDone = { [unowned self, unowned c] error in self.segmentDone(c, error) }
+            e.configure(o)
+            guard engine.multi.add(e) else {
+                throw TransferError(.io, "cannot add a range to libcurl", retryable: true)
+            }
+            connections.append(c)
+        } catch {
+            connectionFailures += 1
+            lastConnectionError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: true)
+        }
+    }
+
+    /// Checks a further connection's response: a `206` of the range asked for, of the same
+    /// version. A `200` or another version: back to one connection from byte 0.
+    private func segmentHeaders(_ c: SegmentConnection) -> Bool {
+        guard phase == .transferring, let p = plan, let seg = p.segment(c.start), let s = c.status else { return false }
+        lastProgressAt = engine.loop.nowMillis
+        if s == 206, let range = c.rangeStartAndTotal, range.start == seg.fetched, range.total == p.total,
+            validatorsMatch(etag: c.etag, lastModified: c.lastModified)
+        {
+            c.accepted = true
+            return true
+        }
+        if (200..<300).contains(s) {
+            Log.info("a range got \(s) (or another version): restarting from byte 0 on one connection", job: jobId)
+            fallbackRequested = true
+            schedulePump()
+            return false
+        }
+        c.failure = RetryPolicy.error(forHTTPStatus: s)
+        return false
+    }
+
+    private func segmentBody(_ c: SegmentConnection, _ data: UnsafeRawBufferPointer) -> CurlEasy.BodyVerdict {
+        guard c.accepted, phase == .transferring else { return .accept }
+        guard pace(data.count) else { return .pause }
+        switch writeSegment(c.start, data) {
+        case .accept: return .accept
+        case .reachedEnd:
+            c.reachedEnd = true
+            return .abort
+        case .failed:
+            c.failure = abortError
+            fallbackRequested = false
+            schedulePump()
+            return .abort
+        }
+    }
+
+    /// A further connection is done (out of the multi): its range is complete, or it failed
+    /// and its range goes back to the plan.
+    private func segmentDone(_ c: SegmentConnection, _ error: TransferError?) {
+        c.isActive = false
+        guard phase == .transferring else { return }
+        if let abortError, c.failure == abortError {
+            complete(failure: abortError)  // a write failed: the part cannot take more
+            return
+        }
+        let complete = plan?.segment(c.start)?.isComplete ?? true
+        if !c.reachedEnd && !complete && !fallbackRequested {
+            connectionFailures += 1
+            lastConnectionError = c.failure ?? error
+            wantConnections = max(1, wantConnections - 1)
+            Log.info("a range connection failed: \((c.failure ?? error)?.message ?? "ended early")", job: jobId)
+        }
+        schedulePump()
+    }
+
+    /// This task's own request ended: while segmented, it was one connection among several.
+    override func hopEnded(error: TransferError?) -> Bool {
+        guard plan != nil, primaryAccepted else { return false }
+        primaryAccepted = false
+        let start = primarySegment
+        primarySegment = nil
+        let done = start.flatMap { plan?.segment($0)?.isComplete } ?? true
+        if !primaryReachedEnd && !done {
+            connectionFailures += 1
+            lastConnectionError = error
+        }
+        primaryReachedEnd = false
+        schedulePump()
+        return true
+    }
+
+    /// Stops every connection and starts over from byte 0 on one (bytes of two versions are
+    /// never spliced): the database first, then the file.
+    private func fallBackToOneConnection() {
+        fallbackRequested = false
+        stopConnections()
+        if primaryAccepted, let e = easy { engine.multi.remove(e) }
+        primaryAccepted = false
+        primaryReachedEnd = false
+        singleOnly = true
+        resetToZero()
+        do { try startHop() } catch {
+            complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+        }
+    }
+
+    /// Takes every further connection out of the multi (never inside a curl callback).
+    private func stopConnections() {
+        pumpTimer?.stop()
+        for c in connections where c.isActive {
+            engine.multi.remove(c.easy)
+            c.isActive = false
+        }
+        connections = []
+    }
+
+    override func halt() {
+        stopConnections()
+        pumpTimer?.close()
+        pumpTimer = nil
+        super.halt()
+    }
+
+    override func resumePaced() {
+        super.resumePaced()
+        for c in connections where c.isActive { c.easy.unpause() }
+    }
+
+    override var openConnections: Int {
+        guard phase == .transferring else { return 0 }
+        guard plan != nil else { return 1 }
+        return (primaryAccepted ? 1 : 0) + connections.filter(\.isActive).count
+    }
+
+    override var hostConnections: Int { multiplexed ? min(1, openConnections) : openConnections }
+
+    override var segmentProgress: [SegmentProgress]? {
+        plan?.segments.map { SegmentProgress(start: $0.start, end: $0.end, bytes: $0.fetched - $0.start) }
     }
 }

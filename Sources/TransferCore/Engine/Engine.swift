@@ -27,7 +27,18 @@ public struct EngineConfig: Sendable {
     /// free on the file system of the job database (SPEC "Disk full": the home is full).
     public var homeReserve = EngineConfig.defaultHomeReserve
 
+    /// The default of `--max-per-host`: TCP connections to one host and port, all jobs together.
+    public static let defaultMaxPerHost = 8
+    /// The default of `--connections` (a download's connections when it names none).
+    public static let defaultConnections = 1
+    /// The most connections a download may use (`--connections`, `-x`).
+    public static let maxConnections = 16
+
     public var maxActive = EngineConfig.defaultMaxActive
+    /// `--max-per-host`.
+    public var maxPerHost = EngineConfig.defaultMaxPerHost
+    /// `--connections`: a download's connections unless its request names them.
+    public var connections = EngineConfig.defaultConnections
     public var stallTimeout = EngineConfig.defaultStallTimeout
     public var checkpointInterval = EngineConfig.defaultCheckpointInterval
     /// Mode for files the daemon creates for the user (0666 less the user's umask; the daemon
@@ -56,6 +67,9 @@ public final class Engine: AttemptHost {
     let config: EngineConfig
     private(set) var checkpointer: Checkpointer
     let directorySyncer: DirectorySyncer
+    /// The daemon-wide bandwidth limits and their shared budgets.
+    let bandwidth = BandwidthGovernor()
+    private var lastScheduleCheck: UInt64 = 0
     private var scheduler = Scheduler()
     private var tasks: [Int64: TransferTask] = [:]
     /// The rows of jobs whose attempt is ending, while the ending is dispatched (``attemptEnded(_:_:)``).
@@ -126,6 +140,7 @@ public final class Engine: AttemptHost {
         self.store = store
         self.config = config
         self.multi = try CurlMulti(loop: loop)
+        multi.limitConnectionsPerHost(config.maxPerHost)
         self.tick = LoopTimer(loop: loop)
         self.retryTimer = LoopTimer(loop: loop)
         self.hooks = HookRunner(loop: loop)
@@ -161,6 +176,9 @@ public final class Engine: AttemptHost {
                     // Crashed between the rename and the row update: the file is in place.
                     fileInPlace = true
                     Log.info("recovered: completed \(dest)", job: f.id)
+                } else if partExists && f.segmented {
+                    // Ranges of a segmented download: each resumes from its own durable offset
+                    // (bytes past one are written again), so the part is not cut back.
                 } else if partExists {
                     let size = Int64(st.st_size)
                     if size > f.durableBytes {
@@ -187,6 +205,7 @@ public final class Engine: AttemptHost {
             }
             recovered.append(facts)
         }
+        bandwidth.set(try store.limits(), now: loop.nowMillis)
         for f in recovered { scheduler.add(f) }
         do {
             try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
@@ -507,6 +526,9 @@ public final class Engine: AttemptHost {
 
     // MARK: - Timers and the tick
 
+    /// How often (ms) the bandwidth schedule is looked at.
+    static let scheduleCheckInterval: UInt64 = 1000
+
     private func rearmRetryTimer() {
         guard !shuttingDown, let next = scheduler.nextDeadline() else {
             retryTimer.stop()
@@ -523,6 +545,10 @@ public final class Engine: AttemptHost {
 
     private func onTick() {
         let now = loop.nowMillis
+        if now &- lastScheduleCheck >= Self.scheduleCheckInterval {
+            lastScheduleCheck = now
+            bandwidth.refresh(now: now)
+        }
         // Stalls: no byte for the stall window ends the attempt (libcurl's low-speed check
         // averages over several seconds and fires late).
         let window = UInt64(config.stallTimeout * 1000)
@@ -531,6 +557,8 @@ public final class Engine: AttemptHost {
             t.complete(failure: TransferError(.timeout, "stalled: under 1 byte/s for \(secs) s", retryable: true))
         }
         for (_, t) in tasks { t.rate.sample(bytes: t.bytes, now: now) }
+        // Segmented downloads take host connections other jobs freed.
+        for (_, t) in tasks where t.phase == .transferring { (t as? DownloadTask)?.rebalance() }
         if onEvent != nil, wantsEvents() {
             for (id, t) in tasks where lastProgressEvent[id] != t.bytes {
                 lastProgressEvent[id] = t.bytes
@@ -593,6 +621,11 @@ public final class Engine: AttemptHost {
     private func deleteFile(_ id: Int64) {
         guard let r = record(id), r.kind == .download, r.state == .completed, let dest = r.destination else { return }
         unlink(dest)
+    }
+
+    /// Connections the running attempts hold to `host` (``AttemptHost``).
+    func connections(toHost host: String) -> Int {
+        tasks.values.reduce(0) { $0 + ($1.hostKey == host ? $1.hostConnections : 0) }
     }
 
     /// The job holding a download destination (``AttemptHost``).
@@ -871,7 +904,8 @@ public final class Engine: AttemptHost {
     }
 
     private func live(_ t: TransferTask) -> LiveProgress {
-        LiveProgress(bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value)
+        LiveProgress(
+            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections)
     }
 
     private func snapshot(_ id: Int64) -> JobSnapshot? {
@@ -883,6 +917,13 @@ public final class Engine: AttemptHost {
             return JobSnapshot(listing, live: r.state == .running ? live(t) : nil, lastBytes: lastBytes[id])
         }
         return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
+    }
+
+    /// The ranges of a running segmented download (`transfer.segments`): empty when the job runs
+    /// over one connection or does not run; nil for an unknown id.
+    public func segments(of id: Int64) -> [SegmentProgress]? {
+        if let t = tasks[id] { return t.segmentProgress ?? [] }
+        return record(id) == nil ? nil : []
     }
 
     /// The job object of one job, or nil.
@@ -913,6 +954,28 @@ public final class Engine: AttemptHost {
 
     /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
     public func curlCommand(_ id: Int64) -> String? { record(id).map(CurlCommandRenderer.render) }
+
+    // MARK: - Bandwidth
+
+    /// The daemon-wide limits in force now (`daemon.limits`, `daemon status`).
+    public func currentLimits() -> LimitsInForce { bandwidth.inForce }
+
+    /// Changes the daemon-wide limits (values as the `limit` options take them; nil leaves one
+    /// as it is), stores them and applies them to running transfers at once.
+    /// - Throws: `TransferError` `invalid_request` for a malformed rate or schedule (nothing
+    ///   changes); a store error if they cannot be written (nothing changes either).
+    public func setLimits(download: String?, upload: String?, schedule: String?) throws -> LimitsInForce {
+        let next = try bandwidth.limits.changed(download: download, upload: upload, schedule: schedule)
+        if next != bandwidth.limits {
+            try store.saveLimits(next)
+            bandwidth.set(next, now: loop.nowMillis)
+            let f = bandwidth.inForce
+            Log.info(
+                "limits: download \(f.download.map(String.init) ?? "off"), upload \(f.upload.map(String.init) ?? "off"), schedule \(f.schedule ?? "none")"
+            )
+        }
+        return bandwidth.inForce
+    }
 
     /// Number of jobs in each state (every state present), from memory.
     public func counts() -> [TransferState: Int] { scheduler.counts }

@@ -1,3 +1,4 @@
+import CUV
 import Foundation
 
 /// An open file being written by a transfer (a download's `.aftpart`), with serialized
@@ -16,6 +17,11 @@ public final class PartFile {
     /// The errno of the last sync that failed (0 if none did): a file system that allocates late
     /// (NFS, a full thin volume) may report `ENOSPC` only here.
     public private(set) var lastSyncErrno: Int32 = 0
+    /// Bytes written since the last writeback was started.
+    private var unflushed = 0
+
+    /// Dirty bytes after which their writeback is started (``startWriteback()``).
+    public static let writeBehindBytes = 16 << 20
 
     /// Opens (creating) `path` for writing without truncating it.
     public init(loop: EventLoop, path: String, mode: mode_t) throws {
@@ -47,7 +53,17 @@ public final class PartFile {
             }
             done += n
         }
+        unflushed += count
+        if unflushed >= Self.writeBehindBytes { startWriteback() }
         return 0
+    }
+
+    /// Starts writing the dirty pages back behind the writer, without waiting: the page cache
+    /// never holds more than a few tens of MiB of this file unwritten, so the final
+    /// `fdatasync` (and every checkpoint's) is short, and the pages stay cached for the digest.
+    private func startWriteback() {
+        unflushed = 0
+        _ = aft_start_writeback(fd, 0, 0)
     }
 
     /// Cuts the file to `length` bytes. Returns 0 or an errno.

@@ -15,7 +15,12 @@ class TransferTask {
     /// The current easy handle (a new one per redirect hop).
     private(set) var easy: CurlEasy?
     /// The URL of the current hop.
-    private(set) var currentURL: String
+    private(set) var currentURL: String {
+        didSet { hostKey = Self.hostKey(of: currentURL) }
+    }
+    /// `scheme://host:port` of the current hop (connections to one host are capped, all jobs
+    /// together: `--max-per-host`).
+    private(set) var hostKey: String
     private var redirectsFollowed = 0
     /// Whether credentials still apply (dropped after a redirect to another origin).
     private var sendCredentials = true
@@ -44,6 +49,7 @@ class TransferTask {
         self.record = record
         self.jobId = record.id ?? 0
         self.currentURL = record.url
+        self.hostKey = Self.hostKey(of: record.url)
         self.lastProgressAt = engine.loop.nowMillis
         self.historyEntry = AttemptRecord(attempt: record.attempts, startedAt: "")
     }
@@ -78,6 +84,23 @@ class TransferTask {
     func stopped(_ reason: StopReason, then: @escaping () -> Void) { then() }
     /// Synchronous checkpoint at shutdown.
     func checkpointNow() {}
+    /// The current hop's handle is done (out of the multi) without an abort reason: true when the
+    /// subclass takes it from here (a segmented download whose other connections go on).
+    func hopEnded(error: TransferError?) -> Bool { false }
+    /// `scheme://host:port` of a URL (the default port of its scheme when none is given).
+    static func hostKey(of url: String) -> String {
+        guard let c = URLComponents(string: url) else { return url }
+        let scheme = c.scheme?.lowercased() ?? ""
+        let port = c.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(c.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// Connections open now (the job object's `connections`).
+    var openConnections: Int { phase == .transferring ? 1 : 0 }
+    /// TCP connections held to ``hostKey`` (`--max-per-host`): one for several HTTP/2 streams.
+    var hostConnections: Int { openConnections }
+    /// A segmented download's ranges (`transfer.segments`); nil otherwise.
+    var segmentProgress: [SegmentProgress]? { nil }
 
     // MARK: - Starting and stopping
 
@@ -93,38 +116,7 @@ class TransferTask {
         easy = e
         status = nil
         headers = []
-        let req = record.request
-        var o = CurlRequestOptions(url: currentURL)
-        o.userAgent = "aftransfer/\(AFTransferVersion.string)"
-        if sendCredentials { o.userPassword = req.user }
-        o.caFile = req.cacert
-        o.pinnedPublicKey = req.pinPubkey
-        o.insecure = req.insecure == true
-        if let rate = req.limitRate.flatMap(RateParser.parse) {
-            // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable
-            // under the multi-socket API. As the curl CLI does, a buffer no larger than a second's
-            // worth keeps the rate smooth.
-            limiter = TokenBucket(rate: Double(rate), start: engine.loop.nowMillis)
-            o.bufferSize = Int(min(Int64(CurlRequestOptions.defaultBufferSize), max(1024, rate)))
-        }
-        if let pin = req.pinCert {
-            // Checked before the request is sent, on a fresh connection (PinnedCertificate).
-            o.inspectsCertificates = true
-            e.onPrerequest = { [unowned self, unowned e] in
-                if PinnedCertificate.chainContains(easy: e, pemFile: pin) { return true }
-                self.abortError = PinnedCertificate.mismatch
-                return false
-            }
-        }
-        let extra = extraHeaders()
-        let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overriddenHeaders)
-        for h in req.headers ?? [] {
-            guard let f = try? HeaderField.parse(h) else { continue }
-            if !sendCredentials && f.isSecret { continue }
-            if owned.contains(f.name.lowercased()) { continue }
-            o.headers.append("\(f.name): \(f.value)")
-        }
-        o.headers.append(contentsOf: extra)
+        var o = requestOptions(for: e, extraHeaders: extraHeaders(), overridden: overriddenHeaders)
         e.onHeader = { [unowned self] line in self.headerLine(line) }
         e.onDone = { [unowned self] error in self.finish(error: error) }
         configure(&o, e)
@@ -136,6 +128,50 @@ class TransferTask {
             throw TransferError(.io, "cannot add the transfer to libcurl", retryable: true)
         }
         phase = .transferring
+    }
+
+    /// The options of a request to the current hop's URL: the job's credentials (unless a
+    /// redirect left their origin), TLS settings, pacing, and its headers with `extraHeaders`
+    /// replacing user headers of the same name (and of the `overridden` lowercase names).
+    /// Also used for a segmented download's further connections (``SegmentConnection``).
+    func requestOptions(for e: CurlEasy, extraHeaders extra: [String], overridden: [String]) -> CurlRequestOptions {
+        let req = record.request
+        var o = CurlRequestOptions(url: currentURL)
+        o.userAgent = "aftransfer/\(AFTransferVersion.string)"
+        if sendCredentials { o.userPassword = req.user }
+        o.caFile = req.cacert
+        o.pinnedPublicKey = req.pinPubkey
+        o.insecure = req.insecure == true
+        if let rate = req.limitRate.flatMap(RateParser.parse) {
+            // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable
+            // under the multi-socket API. As the curl CLI does, a buffer no larger than a second's
+            // worth keeps the rate smooth.
+            if limiter == nil { limiter = TokenBucket(rate: Double(rate), start: engine.loop.nowMillis) }
+            o.bufferSize = Int(min(Int64(CurlRequestOptions.defaultBufferSize), max(1024, rate)))
+        }
+        if !isUpload, let shared = engine.bandwidth.download.rate {
+            // Under the daemon-wide limit, a quarter of a second's worth a callback keeps the
+            // budget's turns short and fair between transfers.
+            o.bufferSize = min(o.bufferSize, Int(max(16 * 1024, shared / 4)))
+        }
+        if let pin = req.pinCert {
+            // Checked before the request is sent, on a fresh connection (PinnedCertificate).
+            o.inspectsCertificates = true
+            e.onPrerequest = { [unowned self, unowned e] in
+                if PinnedCertificate.chainContains(easy: e, pemFile: pin) { return true }
+                self.abortError = PinnedCertificate.mismatch
+                return false
+            }
+        }
+        let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overridden)
+        for h in req.headers ?? [] {
+            guard let f = try? HeaderField.parse(h) else { continue }
+            if !sendCredentials && f.isSecret { continue }
+            if owned.contains(f.name.lowercased()) { continue }
+            o.headers.append("\(f.name): \(f.value)")
+        }
+        o.headers.append(contentsOf: extra)
+        return o
     }
 
     /// The engine stops the attempt: out of the multi, and every later callback ignored.
@@ -206,6 +242,7 @@ class TransferTask {
     /// The multi reports this hop done (the handle is already out of the multi).
     private func finish(error: TransferError?) {
         guard phase == .transferring else { return }
+        if abortError == nil && hopEnded(error: error) { return }
         if let abortError {
             complete(failure: abortError)
             return
@@ -233,6 +270,11 @@ class TransferTask {
             return
         }
         if followUp() { return }
+        finishAttempt()
+    }
+
+    /// The response is complete: verifies and reports (``complete(report:)``).
+    func finishAttempt() {
         phase = .finishing
         complete { outcome in self.report(outcome) }
     }
@@ -304,25 +346,35 @@ class TransferTask {
     private(set) var limiter: TokenBucket?
     private var unpauseTimer: LoopTimer?
 
-    /// Whether `n` more bytes may pass now under `--limit-rate`. When not, the caller pauses the
-    /// transfer and a loop timer resumes it when the budget allows (never from inside a callback).
+    /// Whether `n` more bytes may pass now under `--limit-rate` and the daemon-wide limit of this
+    /// direction (``BandwidthGovernor``). When not, the caller pauses the transfer and a loop
+    /// timer resumes it when both budgets allow (never from inside a callback).
     func pace(_ n: Int) -> Bool {
-        guard var bucket = limiter else { return true }
-        let wait = bucket.delay(now: engine.loop.nowMillis)
+        let now = engine.loop.nowMillis
+        let shared = isUpload ? engine.bandwidth.upload : engine.bandwidth.download
+        var wait = limiter?.delay(now: now) ?? 0
+        if wait == 0 {
+            wait = shared.delay(now: now)
+            // Held back by the shared budget, not stalled: the stall window restarts.
+            if wait > 0 { lastProgressAt = now }
+        }
         if wait > 0 {
             if unpauseTimer == nil { unpauseTimer = LoopTimer(loop: engine.loop) }
             if unpauseTimer?.isActive != true {
                 unpauseTimer?.start(after: wait) { [weak self] in
                     guard let self, self.phase == .transferring else { return }
-                    self.easy?.unpause()
+                    self.resumePaced()
                 }
             }
             return false
         }
-        bucket.consumed += Int64(n)
-        limiter = bucket
+        limiter?.consumed += Int64(n)
+        shared.take(n)
         return true
     }
+
+    /// Resumes what ``pace(_:)`` paused (a segmented download resumes each of its connections).
+    func resumePaced() { easy?.unpause() }
 
     /// Counts progress (call from body callbacks).
     func progressed(to newBytes: Int64) {

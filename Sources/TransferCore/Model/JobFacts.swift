@@ -29,13 +29,16 @@ public struct JobFacts: Equatable, Sendable {
     public var finalizing: Bool
     /// Whether the job has its own `--on-end` hook.
     public var hasOnEnd: Bool
+    /// Download: the part holds ranges of a segmented download (recovery must not cut it back to
+    /// ``durableBytes``: each range resumes from its own offset).
+    public var segmented: Bool
 
     /// Creates the facts of a job.
     public init(
         id: Int64, kind: JobKind, state: TransferState, priority: Int, destination: String?,
         waitReason: WaitReason? = nil, nextRetryAt: Double? = nil, attempts: Int = 0, retriesUsed: Int = 0,
         retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false,
-        hasOnEnd: Bool = false
+        hasOnEnd: Bool = false, segmented: Bool = false
     ) {
         self.id = id
         self.kind = kind
@@ -50,6 +53,7 @@ public struct JobFacts: Equatable, Sendable {
         self.durableBytes = durableBytes
         self.finalizing = finalizing
         self.hasOnEnd = hasOnEnd
+        self.segmented = segmented
     }
 
     /// The facts of a stored row.
@@ -58,7 +62,7 @@ public struct JobFacts: Equatable, Sendable {
             id: r.id ?? 0, kind: r.kind, state: r.state, priority: r.priority, destination: r.destination,
             waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, attempts: r.attempts, retriesUsed: r.retriesUsed,
             retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit, durableBytes: r.durableBytes,
-            finalizing: r.finalizing, hasOnEnd: r.request.onEnd != nil)
+            finalizing: r.finalizing, hasOnEnd: r.request.onEnd != nil, segmented: r.segments != nil)
     }
 
     /// Applies the same patch the store writes.
@@ -71,5 +75,6 @@ public struct JobFacts: Equatable, Sendable {
         if let v = p.retriesUsed { retriesUsed = v }
         if let v = p.durableBytes { durableBytes = v }
         if let v = p.finalizing { finalizing = v }
+        if let v = p.segments { segmented = v != nil }
     }
 }

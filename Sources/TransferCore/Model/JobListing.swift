@@ -81,12 +81,15 @@ public struct LiveProgress: Equatable, Sendable {
     public var total: Int64?
     /// Smoothed bytes per second.
     public var rate: Double
+    /// Connections open now.
+    public var connections: Int
 
     /// Creates live progress.
-    public init(bytes: Int64, total: Int64?, rate: Double) {
+    public init(bytes: Int64, total: Int64?, rate: Double, connections: Int = 0) {
         self.bytes = bytes
         self.total = total
         self.rate = rate
+        self.connections = connections
     }
 }
 
@@ -112,5 +115,6 @@ extension JobSnapshot {
             completedAt: l.completedAt.map(Timestamp.rfc3339), history: l.history,
             response: l.kind == .upload ? l.response : nil, uploadUrl: l.uploadUrl.map(URLRedaction.redact),
             resumable: l.resumable, hook: l.hook)
+        connections = l.state == .running ? live?.connections ?? 0 : 0
     }
 }

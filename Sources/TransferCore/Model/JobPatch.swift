@@ -31,6 +31,8 @@ public struct JobPatch: Equatable, Sendable {
     public var hookPending: HookStage??
     /// The last ending's hook result.
     public var hook: HookResult??
+    /// A segmented download's ranges and durable offsets (``SegmentPlan/storedText``).
+    public var segments: String??
 
     /// An empty patch (changes nothing).
     public init() {}
@@ -62,6 +64,7 @@ public struct JobPatch: Equatable, Sendable {
         if let v = later.appendLimit { appendLimit = v }
         if let v = later.hookPending { hookPending = v }
         if let v = later.hook { hook = v }
+        if let v = later.segments { segments = v }
     }
 
     /// A patch that forgets the part's bytes: durable offset 0 and no validators.
@@ -70,6 +73,7 @@ public struct JobPatch: Equatable, Sendable {
         p.durableBytes = 0
         p.etag = .some(nil)
         p.lastModified = .some(nil)
+        p.segments = .some(nil)
         return p
     }
 }

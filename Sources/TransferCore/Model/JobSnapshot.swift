@@ -138,6 +138,10 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
     /// The last ending's `--on-end` hook: its exit status and first 4 KiB of output; null when
     /// none ran (yet).
     public var hook: HookResult?
+    /// Connections open now (0 when not running; up to `--connections` for a segmented download).
+    /// Optional only so that a job object without it (an older daemon's) still decodes; always
+    /// written, as 0 when nil.
+    public var connections: Int? = 0
 
     /// Creates a job object.
     public init(
@@ -181,6 +185,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         case error, waitReason, nextRetryAt, insecure, sha256, createdAt, updatedAt, completedAt, history, response
         case uploadUrl, resumable
         case hook
+        case connections
     }
 
     /// Encodes every field, absent ones as `null`; `response`, `uploadUrl` and `resumable` for
@@ -208,6 +213,7 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encode(completedAt, forKey: .completedAt)
+        try c.encode(connections ?? 0, forKey: .connections)
         try c.encode(history, forKey: .history)
         try c.encode(hook, forKey: .hook)
         if kind == .upload {
@@ -215,5 +221,22 @@ public struct JobSnapshot: Codable, Sendable, Equatable {
             try c.encode(uploadUrl, forKey: .uploadUrl)
             try c.encode(resumable, forKey: .resumable)
         }
+    }
+}
+
+/// One range of a running segmented download (`transfer.segments`).
+public struct SegmentProgress: Codable, Sendable, Equatable {
+    /// The range's first byte.
+    public var start: Int64
+    /// One past its last byte.
+    public var end: Int64
+    /// Bytes of the range on disk.
+    public var bytes: Int64
+
+    /// Creates the value.
+    public init(start: Int64, end: Int64, bytes: Int64) {
+        self.start = start
+        self.end = end
+        self.bytes = bytes
     }
 }

@@ -36,6 +36,8 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var resumable: String?
     /// A shell command run (`/bin/sh -c`) when the job ends, the job object on its stdin.
     public var onEnd: String?
+    /// Download: connections to fetch it over (1–16; `-x`); nil: the daemon's `--connections`.
+    public var connections: Int?
 
     public init(url: String) { self.url = url }
 }

@@ -23,6 +23,8 @@ public enum RequestValidator {
     public static let priorityRange = -1_000_000...1_000_000
     /// The accepted `retries` values.
     public static let retriesRange = 0...1000
+    /// The connections a download may use (`-x`).
+    public static let connectionsRange = 1...16
 
     /// Validates and normalizes a `transfer.add` request.
     ///
@@ -115,6 +117,14 @@ public enum RequestValidator {
 
         if let limitRate = r.limitRate, RateParser.parse(limitRate) == nil {
             throw invalid("limitRate: \"\(printable(limitRate))\" is not a rate (bytes per second, e.g. 500K or 2M)")
+        }
+
+        if let connections = r.connections {
+            guard connectionsRange.contains(connections) else {
+                throw invalid(
+                    "connections: must be between \(connectionsRange.lowerBound) and \(connectionsRange.upperBound)")
+            }
+            guard r.kind != JobKind.upload.rawValue else { throw invalid("connections: only for downloads") }
         }
 
         if let retries = r.retries, !retriesRange.contains(retries) {

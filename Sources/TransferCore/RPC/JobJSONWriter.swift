@@ -20,6 +20,8 @@ public struct JobJSONWriter {
         int(job.bytes)
         key(",\"completedAt\":")
         string(job.completedAt)
+        key(",\"connections\":")
+        int(Int64(job.connections ?? 0))
         key(",\"createdAt\":")
         string(job.createdAt)
         key(",\"destination\":")

@@ -36,6 +36,14 @@ public protocol JobService: AnyObject {
     var activeTransfers: Int { get }
     /// Bytes per second of all running transfers together.
     var totalRate: Double { get }
+    /// The ranges of a running segmented download (empty otherwise); nil for an unknown id.
+    func segments(of id: Int64) -> [SegmentProgress]?
+    /// The daemon-wide bandwidth limits in force now.
+    func currentLimits() -> LimitsInForce
+    /// Changes the daemon-wide limits (values as the `limit` options take them: `2M`, `off`,
+    /// a schedule's text; nil leaves one as it is), persists and applies them. Throws
+    /// `TransferError` for a malformed value (nothing changes).
+    func setLimits(download: String?, upload: String?, schedule: String?) throws -> LimitsInForce
     /// Whether the network is reachable.
     var isReachable: Bool { get }
     /// Commits the changes made so far in this loop pass (group commit); responses are sent after it.

@@ -203,7 +203,7 @@ public struct DaemonStatus: Codable, Sendable {
     /// `"reachable"` or `"unreachable"`.
     public var network: String
     /// The daemon-wide bandwidth limits in force now (as `limit --json`).
-    public var limits: DaemonLimits
+    public var limits: LimitsInForce
     /// Number of jobs in each state (every state present).
     public var jobs: [String: Int]
     /// Transfers running now.
@@ -218,7 +218,7 @@ public struct DaemonStatus: Codable, Sendable {
     /// Creates the result.
     public init(
         pid: Int32, version: String, uptime: Double, home: String, socket: String, network: String,
-        limits: DaemonLimits, jobs: [String: Int], active: Int, rate: Double, maxActive: Int, startedAt: String
+        limits: LimitsInForce, jobs: [String: Int], active: Int, rate: Double, maxActive: Int, startedAt: String
     ) {
         self.pid = pid
         self.version = version
@@ -232,34 +232,6 @@ public struct DaemonStatus: Codable, Sendable {
         self.rate = rate
         self.maxActive = maxActive
         self.startedAt = startedAt
-    }
-}
-
-/// Daemon-wide bandwidth limits as `limit --json` prints them: bytes per second in force now,
-/// null for off; `schedule` null when there is none.
-public struct DaemonLimits: Codable, Sendable, Equatable {
-    /// The download limit in force now (bytes/s), or nil for none.
-    public var download: Int64?
-    /// The upload limit (bytes/s), or nil for none.
-    public var upload: Int64?
-    /// The download timetable as given (`'08:00,512K 19:00,off'`), or nil.
-    public var schedule: String?
-
-    /// Creates limits (all off by default).
-    public init(download: Int64? = nil, upload: Int64? = nil, schedule: String? = nil) {
-        self.download = download
-        self.upload = upload
-        self.schedule = schedule
-    }
-
-    enum CodingKeys: String, CodingKey { case download, upload, schedule }
-
-    /// Encodes every field, off ones as `null`.
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(download, forKey: .download)
-        try c.encode(upload, forKey: .upload)
-        try c.encode(schedule, forKey: .schedule)
     }
 }
 

@@ -21,10 +21,15 @@ public enum RPCMethod: String, CaseIterable, Sendable {
     case transferRemove = "transfer.remove"
     /// Gives a download a new URL (queued, paused, waiting or failed); result: the job object.
     case transferSetUrl = "transfer.setUrl"
+    /// The ranges of a running segmented download: params `id`; result `{"segments": [...]}`.
+    case transferSegments = "transfer.segments"
     /// A job's equivalent curl command, secrets redacted.
     case transferCurl = "transfer.curl"
     /// The daemon's status.
     case daemonStatus = "daemon.status"
+    /// The daemon-wide bandwidth limits: params `download`, `upload`, `schedule` (each optional,
+    /// as the `limit` options take them); result: the limits in force now.
+    case daemonLimits = "daemon.limits"
     /// Stops the daemon as SIGTERM does.
     case daemonShutdown = "daemon.shutdown"
     /// Subscribes the connection to job notifications.

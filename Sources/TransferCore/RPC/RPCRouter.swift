@@ -17,8 +17,10 @@ public final class RPCRouter {
             .transferGet: GetHandler(),
             .transferCurl: CurlHandler(),
             .transferSetUrl: SetUrlHandler(),
+            .transferSegments: SegmentsHandler(),
             .daemonStatus: DaemonStatusHandler(),
             .daemonShutdown: ShutdownHandler(),
+            .daemonLimits: LimitsHandler(),
             .eventsSubscribe: SubscribeHandler(),
         ]
         for action in ControlAction.allCases { handlers[action.method] = ControlHandler(action: action) }

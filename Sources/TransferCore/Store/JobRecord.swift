@@ -71,12 +71,15 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     public var hookPending: HookStage? = nil
     /// The last ending's hook result (migration v6-hooks).
     public var hook: HookResult? = nil
+    /// Download: the ranges of a segmented download with their durable offsets
+    /// (``SegmentPlan/storedText``; migration v5-segments-limits); nil for one connection.
+    public var segments: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts
         case retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize
         case sourceMtime, response, createdAt, updatedAt, completedAt, sources, uploadUrl, resumable, appendLimit
-        case hookPending, hook
+        case hookPending, hook, segments
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
@@ -109,6 +112,7 @@ extension JobRecord {
         if let v = p.appendLimit { appendLimit = v }
         if let v = p.hookPending { hookPending = v }
         if let v = p.hook { hook = v }
+        if let v = p.segments { segments = v }
     }
 }
 
@@ -118,7 +122,7 @@ extension JobRecord {
         id, kind, url, method, state, request, destination, durableBytes, total, etag, lastModified, attempts,
         retriesUsed, httpStatus, error, waitReason, nextRetryAt, priority, finalizing, sha256, sourceSize,
         sourceMtime, response, createdAt, updatedAt, completedAt, sources, uploadUrl, resumable, appendLimit,
-        hookPending, hook
+        hookPending, hook, segments
         """
 
     /// Decodes a row of ``selection`` by position. By hand: GRDB's Codable decoding of every column
@@ -170,5 +174,6 @@ extension JobRecord {
         appendLimit = row[29]
         hookPending = (row[30] as Int?).flatMap(HookStage.init(rawValue:))
         hook = try json(31, HookResult.self)
+        segments = row[32]
     }
 }

@@ -235,6 +235,7 @@ public final class JobStore {
                 if let v = patch.appendLimit { set("appendLimit", v) }
                 if let v = patch.hookPending { set("hookPending", v?.rawValue) }
                 if let v = patch.hook { set("hook", try json(v)) }
+                if let v = patch.segments { set("segments", v) }
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
                 values.append(id.databaseValue)
@@ -282,6 +283,41 @@ public final class JobStore {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
+    // MARK: - Settings
+
+    /// The daemon-wide bandwidth limits (none when never set).
+    public func limits() throws -> BandwidthLimits {
+        try db.read { db in
+            var values: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM setting WHERE key LIKE 'limit.%'") {
+                values[row[0]] = row[1]
+            }
+            return BandwidthLimits(
+                download: values["limit.download"].flatMap { Int64($0) },
+                upload: values["limit.upload"].flatMap { Int64($0) },
+                schedule: values["limit.schedule"].flatMap { BandwidthSchedule.parse($0) })
+        }
+    }
+
+    /// Stores the daemon-wide bandwidth limits (in one transaction).
+    public func saveLimits(_ limits: BandwidthLimits) throws {
+        try db.write { db in
+            let values: [(String, String?)] = [
+                ("limit.download", limits.download.map(String.init)),
+                ("limit.upload", limits.upload.map(String.init)),
+                ("limit.schedule", limits.schedule?.text),
+            ]
+            for (key, value) in values {
+                if let value {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO setting (key, value) VALUES (?, ?)", arguments: [key, value])
+                } else {
+                    try db.execute(sql: "DELETE FROM setting WHERE key = ?", arguments: [key])
+                }
+            }
+        }
+    }
+
     // MARK: - Reading
 
     /// One job with its history, or nil.
@@ -324,7 +360,7 @@ public final class JobStore {
                 sql: """
                     SELECT id, kind, state, priority, destination, waitReason, nextRetryAt, attempts, retriesUsed,
                            json_extract(request, '$.retries'), durableBytes, finalizing,
-                           json_extract(request, '$.onEnd') IS NOT NULL
+                           json_extract(request, '$.onEnd') IS NOT NULL, segments IS NOT NULL
                     FROM job WHERE state IN ('queued', 'running', 'waiting', 'paused', 'failed')
                       AND id BETWEEN ? AND ?
                     """, arguments: [ids?.lowerBound ?? Int64.min, ids?.upperBound ?? Int64.max])
@@ -338,7 +374,7 @@ public final class JobStore {
                         id: row[0], kind: kind, state: state, priority: row[3], destination: row[4],
                         waitReason: (row[5] as String?).flatMap(WaitReason.init(rawValue:)), nextRetryAt: row[6],
                         attempts: row[7], retriesUsed: row[8], retryLimit: row[9] ?? RetryPolicy.defaultRetryLimit,
-                        durableBytes: row[10], finalizing: row[11], hasOnEnd: row[12]))
+                        durableBytes: row[10], finalizing: row[11], hasOnEnd: row[12], segmented: row[13]))
             }
             return out
         }

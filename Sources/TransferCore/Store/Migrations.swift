@@ -86,6 +86,15 @@ enum Migrations {
                 t.add(column: "appendLimit", .integer)
             }
         }
+        m.registerMigration("v5-segments-limits") { db in
+            // Daemon-wide settings (the bandwidth limits), one value a key; and a segmented
+            // download's ranges with their durable offsets (JSON, ``SegmentPlan``).
+            try db.execute(
+                sql: """
+                    CREATE TABLE setting (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+                    ALTER TABLE job ADD COLUMN segments TEXT;
+                    """)
+        }
         m.registerMigration("v6-hooks") { db in
             // `--on-end` hooks: the hook still to run for a job's last ending (recorded in the
             // ending's transaction, cleared when it finished) and its result.

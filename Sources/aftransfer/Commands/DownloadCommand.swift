@@ -39,6 +39,13 @@ struct DownloadCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The expected SHA-256 of the file, in hex.", valueName: "hex"))
     var sha256: String?
 
+    @Option(
+        name: [.customShort("x"), .customLong("connections")],
+        help: ArgumentHelp(
+            "Fetch over up to N connections at once (1-16; default 1, or aftransferd --connections).",
+            valueName: "n"))
+    var connections: Int?
+
     @OptionGroup(title: "Transfer options")
     var transfer: TransferOptions
 
@@ -46,6 +53,9 @@ struct DownloadCommand: ParsableCommand {
     var global: GlobalOptions
 
     func validate() throws {
+        if let connections, !(1...16).contains(connections) {
+            throw ValidationError("--connections must be between 1 and 16.")
+        }
         if output != nil, directory != nil { throw ValidationError("-o and -d cannot be used together.") }
         if inputFile != nil {
             if output != nil {
@@ -97,6 +107,7 @@ struct DownloadCommand: ParsableCommand {
         if createDirs { request.createDirs = true }
         if replace { request.replace = true }
         request.sha256 = sha256
+        request.connections = connections
         transfer.apply(to: &request)
         return request
     }

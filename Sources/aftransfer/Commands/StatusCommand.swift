@@ -22,7 +22,16 @@ struct StatusCommand: ParsableCommand {
         if json {
             try JSONOutput.print(result)
         } else {
-            Console.out(JobSummary.lines(try result.decode(as: JobSnapshot.self)).joined(separator: "\n"))
+            let job = try result.decode(as: JobSnapshot.self)
+            // A segmented download's ranges are not in the job object: asked for separately.
+            var segments: [SegmentProgress] = []
+            if job.state == .running && (job.connections ?? 0) > 1 {
+                segments =
+                    (try? client.call(
+                        method: RPCMethod.transferSegments, params: GetParams(id: id), as: SegmentsResult.self))?
+                    .segments ?? []
+            }
+            Console.out(JobSummary.lines(job, segments: segments).joined(separator: "\n"))
         }
     }
 }

@@ -20,7 +20,7 @@ enum DaemonStatusText {
     }
 
     /// `download 512 KiB/s, upload off, schedule '08:00,512K 19:00,off'`.
-    static func limits(_ limits: DaemonLimits) -> String {
+    static func limits(_ limits: LimitsInForce) -> String {
         func rate(_ value: Int64?) -> String { value.map { HumanFormat.rate(Double($0)) } ?? "off" }
         var parts = ["download \(rate(limits.download))", "upload \(rate(limits.upload))"]
         if let schedule = limits.schedule { parts.append("schedule '\(schedule)'") }

@@ -7,7 +7,8 @@ enum JobSummary {
     /// - Parameters:
     ///   - job: the job.
     ///   - now: the time a retry timer counts from; the current time by default.
-    static func lines(_ job: JobSnapshot, now: Date = Date()) -> [String] {
+    ///   - segments: a segmented download's ranges (`transfer.segments`), shown under "Ranges".
+    static func lines(_ job: JobSnapshot, now: Date = Date(), segments: [SegmentProgress] = []) -> [String] {
         var fields: [(String, String)] = [
             ("State", job.state.rawValue),
             ("URL", job.url),
@@ -23,6 +24,9 @@ enum JobSummary {
             progress += ", " + HumanFormat.rate(job.rate) + ", ETA " + HumanFormat.duration(job.eta)
         }
         fields.append(("Progress", progress))
+        if job.state == .running && job.kind == .download {
+            fields.append(("Connections", String(job.connections ?? 0)))
+        }
         fields.append(("Attempts", String(job.attempts)))
         if let status = job.httpStatus { fields.append(("HTTP status", String(status))) }
         if let error = job.error {
@@ -54,6 +58,10 @@ enum JobSummary {
         for (name, value) in fields {
             lines.append("  " + name + ":" + String(repeating: " ", count: width - name.count + 1) + value)
         }
+        if !segments.isEmpty {
+            lines.append("  Ranges:")
+            for s in segments { lines.append("    " + describe(s)) }
+        }
         if !job.history.isEmpty {
             lines.append("  History:")
             for attempt in job.history { lines.append("    " + describe(attempt)) }
@@ -65,6 +73,15 @@ enum JobSummary {
             }
         }
         return lines
+    }
+
+    /// One range of a segmented download: `bytes 0-4194303  1.5 MiB of 4.0 MiB (37%)`.
+    static func describe(_ segment: SegmentProgress) -> String {
+        let size = segment.end - segment.start
+        let fraction = size > 0 ? Double(segment.bytes) / Double(size) : 1
+        return "bytes \(segment.start)-\(segment.end - 1)  " + HumanFormat.bytes(segment.bytes) + " of "
+            + HumanFormat.bytes(size) + " (" + HumanFormat.percent(fraction) + ")"
+            + (segment.bytes >= size ? "  done" : "")
     }
 
     /// One attempt: `#1 2026-… → 2026-…  HTTP 200  1.0 MiB  dns 1ms  connect 2ms  …`.

@@ -20,7 +20,7 @@ struct DaemonStatusHandler: RPCHandler {
     }
 
     /// The daemon-wide limits in force now: the one place `daemon.status` reads them.
-    static func limits(_ context: RPCContext) -> DaemonLimits {
-        DaemonLimits()  // LEAD: wire to issue 9's limits at merge
+    static func limits(_ context: RPCContext) -> LimitsInForce {
+        context.service.currentLimits()
     }
 }

@@ -1,0 +1,89 @@
+import Foundation
+
+/// The daemon-wide limits at work (SPEC "Bandwidth"): one shared byte budget per direction that
+/// every running transfer draws from, and the schedule that sets the download budget's rate.
+///
+/// Why pause/unpause on a shared budget rather than re-setting each handle's
+/// `CURLOPT_MAX_RECV_SPEED_LARGE` to `rate / n`: libcurl 7.88's own limiter is unreliable under
+/// the multi-socket API (see ``TransferTask/pace(_:)``), and an even split wastes the share of a
+/// transfer that is slower than its share. One budget drawn by whoever has bytes is exact
+/// (every byte is counted once, whatever the number of transfers) and cheap (a subtraction per
+/// body callback; a paused transfer costs one loop timer). Loop-thread only.
+final class BandwidthGovernor {
+    /// The limits as set (persisted by the store).
+    private(set) var limits: BandwidthLimits
+    /// The download budget (its rate follows the schedule).
+    let download = ByteBudget()
+    /// The upload budget.
+    let upload = ByteBudget()
+    /// The wall clock (replaceable for tests).
+    var clock: () -> Date = { Date() }
+    /// The time zone of the schedule (local time).
+    var timeZone: TimeZone = .current
+
+    /// Starts with `limits`, in force at once.
+    init(limits: BandwidthLimits = BandwidthLimits()) {
+        self.limits = limits
+        refresh(now: 0)
+    }
+
+    /// Replaces the limits; running transfers follow them from their next body callback.
+    func set(_ limits: BandwidthLimits, now: UInt64) {
+        self.limits = limits
+        refresh(now: now)
+    }
+
+    /// Re-reads the schedule (called every second or so by the engine's tick).
+    func refresh(now: UInt64) {
+        download.setRate(limits.downloadRate(at: clock(), timeZone: timeZone), now: now)
+        upload.setRate(limits.upload, now: now)
+    }
+
+    /// The limits in force now.
+    var inForce: LimitsInForce {
+        LimitsInForce(download: download.rate, upload: upload.rate, schedule: limits.schedule?.text)
+    }
+}
+
+/// A byte budget shared by several transfers: tokens grow at `rate` per second up to a small
+/// burst; a transfer may take bytes while the budget is not in debt (a callback's bytes may take
+/// it below zero, repaid before anyone takes more). Loop-thread only.
+final class ByteBudget {
+    /// The smallest burst, in bytes.
+    static let minimumBurst = 16 * 1024.0
+
+    /// Bytes per second; nil: unlimited.
+    private(set) var rate: Int64?
+    private var tokens = 0.0
+    private var last: UInt64 = 0
+
+    /// The most tokens kept: an eighth of a second's worth (a short burst).
+    private var capacity: Double { max(Self.minimumBurst, Double(rate ?? 0) / 8) }
+
+    /// Changes the rate at loop time `now` (ms).
+    func setRate(_ newRate: Int64?, now: UInt64) {
+        refill(now: now)
+        rate = newRate
+        tokens = min(tokens, capacity)
+    }
+
+    private func refill(now: UInt64) {
+        defer { last = now }
+        guard let rate, now > last else { return }
+        tokens = min(capacity, tokens + Double(rate) * Double(now - last) / 1000)
+    }
+
+    /// How long (ms) until bytes may be taken; 0 when they may now.
+    func delay(now: UInt64) -> UInt64 {
+        guard let rate else { return 0 }
+        refill(now: now)
+        guard tokens < 0 else { return 0 }
+        return max(1, UInt64((-tokens / Double(rate) * 1000).rounded(.up)))
+    }
+
+    /// Takes `n` bytes (after ``delay(now:)`` returned 0).
+    func take(_ n: Int) {
+        guard rate != nil else { return }
+        tokens -= Double(n)
+    }
+}

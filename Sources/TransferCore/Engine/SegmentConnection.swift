@@ -1,0 +1,67 @@
+import Foundation
+
+/// One further connection of a segmented download: a `Range: bytes=A-B` request with `If-Range`
+/// for the segment that starts at ``start``, its own easy handle, and just enough of the
+/// response's headers to check it (status, `Content-Range`, validators). Its body goes to the
+/// download (``DownloadTask``), which owns the part, the plan and the decisions. Kept alive by
+/// the download while in the multi. Loop-thread only.
+final class SegmentConnection {
+    /// The start of the segment it fetches (the segment's identity in the plan).
+    let start: Int64
+    /// The handle.
+    let easy: CurlEasy
+    /// Whether it is still in the multi.
+    var isActive = true
+    /// Whether the download stopped it because its segment is complete (not an error).
+    var reachedEnd = false
+    /// Whether the response's headers were checked and its body is written.
+    var accepted = false
+    /// Why it failed, when its response was refused (an error status).
+    var failure: TransferError?
+
+    private(set) var status: Int?
+    private(set) var contentRange: String?
+    private(set) var etag: String?
+    private(set) var lastModified: String?
+
+    /// Creates the connection (not yet added to the multi).
+    init(start: Int64, easy: CurlEasy) {
+        self.start = start
+        self.easy = easy
+    }
+
+    /// Parses one header line; calls `complete` at the end of a final response's headers.
+    /// Returns false to end the transfer.
+    func header(_ raw: UnsafeRawBufferPointer, complete: () -> Bool) -> Bool {
+        let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if line.hasPrefix("HTTP/") {
+            let parts = line.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) : nil
+            contentRange = nil
+            etag = nil
+            lastModified = nil
+        } else if line.isEmpty {
+            if let s = status, s >= 200 { return complete() }
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            switch name {
+            case "content-range": contentRange = value
+            case "etag": etag = value
+            case "last-modified": lastModified = value
+            default: break
+            }
+        }
+        return true
+    }
+
+    /// The start and total of `Content-Range: bytes A-B/T`.
+    var rangeStartAndTotal: (start: Int64, total: Int64?)? {
+        guard let v = contentRange, v.hasPrefix("bytes ") else { return nil }
+        let halves = v.dropFirst(6).split(separator: "/", maxSplits: 1)
+        guard halves.count == 2, let s = halves[0].split(separator: "-").first.flatMap({ Int64($0) }) else {
+            return nil
+        }
+        return (s, Int64(halves[1]))
+    }
+}

@@ -1,0 +1,92 @@
+import XCTest
+
+@testable import TransferCore
+
+/// The daily timetable of download limits, with the clock and time zone injected.
+final class BandwidthScheduleTests: XCTestCase {
+    private let utc = TimeZone(identifier: "UTC")!
+    private let berlin = TimeZone(identifier: "Europe/Berlin")!
+
+    /// 2026-11-23 at `h:m` UTC.
+    private func at(_ h: Int, _ m: Int) -> Date {
+        Date(timeIntervalSince1970: 1_763_856_000 + Double(h * 3600 + m * 60))
+    }
+
+    func testThatEachEntryAppliesFromItsTimeOnUntilTheNext() throws {
+        let s = try XCTUnwrap(BandwidthSchedule.parse("08:00,512K 19:00,off"))
+        XCTAssertEqual(s.rate(at: at(8, 0), timeZone: utc), 512 * 1024)
+        XCTAssertEqual(s.rate(at: at(18, 59), timeZone: utc), 512 * 1024)
+        XCTAssertNil(s.rate(at: at(19, 0), timeZone: utc))
+        XCTAssertNil(s.rate(at: at(23, 59), timeZone: utc))
+    }
+
+    func testThatBeforeTheFirstEntryTheDayBeforesLastEntryApplies() throws {
+        let s = try XCTUnwrap(BandwidthSchedule.parse("19:00,1M 08:00,2M"))
+        XCTAssertEqual(s.rate(at: at(3, 0), timeZone: utc), 1 << 20)
+        XCTAssertEqual(s.rate(at: at(7, 59), timeZone: utc), 1 << 20)
+        XCTAssertEqual(s.rate(at: at(8, 0), timeZone: utc), 2 << 20)
+        XCTAssertEqual(s.text, "08:00,2M 19:00,1M")
+    }
+
+    func testThatTimesAreLocalTime() throws {
+        let s = try XCTUnwrap(BandwidthSchedule.parse("08:00,512K 19:00,off"))
+        // 07:30 UTC is 08:30 in Berlin (CET, UTC+1, in November).
+        XCTAssertNil(s.rate(at: at(7, 30), timeZone: utc))
+        XCTAssertEqual(s.rate(at: at(7, 30), timeZone: berlin), 512 * 1024)
+    }
+
+    func testThatMalformedSchedulesAreRefused() {
+        for bad in [
+            "", " ", "08:00", "08:00,", ",1M", "24:00,1M", "08:60,1M", "8:0,1M", "08:00,0", "08:00,fast",
+            "08:00,1M 08:00,2M", "08:00;1M", "-1:00,1M", "08:00,1M,2M",
+        ] {
+            XCTAssertNil(BandwidthSchedule.parse(bad), bad)
+        }
+        XCTAssertNotNil(BandwidthSchedule.parse("8:05,1.5M"))
+    }
+
+    func testThatTheGovernorFollowsTheScheduleOfAnInjectedClock() throws {
+        let g = BandwidthGovernor()
+        g.timeZone = utc
+        var now = at(7, 59)
+        g.clock = { now }
+        g.set(try BandwidthLimits().changed(download: nil, upload: nil, schedule: "08:00,1M 19:00,off"), now: 0)
+        XCTAssertNil(g.inForce.download)
+        now = at(8, 0)
+        g.refresh(now: 1000)
+        XCTAssertEqual(g.inForce, LimitsInForce(download: 1 << 20, upload: nil, schedule: "08:00,1M 19:00,off"))
+        now = at(19, 30)
+        g.refresh(now: 2000)
+        XCTAssertNil(g.inForce.download)
+    }
+
+    func testThatDownloadClearsTheScheduleAndScheduleReplacesTheFixedLimit() throws {
+        var l = try BandwidthLimits().changed(download: "2M", upload: "1M", schedule: nil)
+        XCTAssertEqual(l.download, 2 << 20)
+        l = try l.changed(download: nil, upload: nil, schedule: "00:00,512K")
+        XCTAssertNil(l.download)
+        XCTAssertEqual(l.downloadRate(at: at(12, 0), timeZone: utc), 512 * 1024)
+        l = try l.changed(download: "3M", upload: nil, schedule: nil)
+        XCTAssertNil(l.schedule)
+        XCTAssertEqual(l.upload, 1 << 20)
+        l = try l.changed(download: nil, upload: "off", schedule: "off")
+        XCTAssertEqual(l, BandwidthLimits(download: 3 << 20))
+        XCTAssertThrowsError(try l.changed(download: "x", upload: nil, schedule: nil))
+    }
+
+    func testThatASharedBudgetLetsThroughItsRateAndNoMore() {
+        let b = ByteBudget()
+        b.setRate(1_000_000, now: 0)
+        var passed = 0
+        // Three takers of 64 KiB chunks over 10 simulated seconds, 1 ms steps.
+        for ms in stride(from: UInt64(0), to: 10_000, by: 1) {
+            for _ in 0..<3 where b.delay(now: ms) == 0 {
+                b.take(65_536)
+                passed += 65_536
+            }
+        }
+        XCTAssertEqual(Double(passed), 10_000_000, accuracy: 300_000)
+        b.setRate(nil, now: 10_000)
+        XCTAssertEqual(b.delay(now: 10_000), 0)
+    }
+}

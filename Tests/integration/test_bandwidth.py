@@ -1,0 +1,95 @@
+"""Daemon-wide bandwidth limits (SPEC Amendment 2, "Bandwidth"): `aftransfer limit`, `daemon.limits`."""
+
+import time
+
+from conftest import sha256_file, wait_until, write_random_file
+
+MiB = 1024 * 1024
+
+
+def test_limit_without_options_prints_no_limits_and_json_has_every_key(daemon):
+    assert daemon.cli_json("limit", "--json") == {"download": None, "upload": None, "schedule": None}
+    r = daemon.cli("limit", check=0)
+    assert "Download: off" in r.out and "Upload:   off" in r.out and "Schedule: none" in r.out
+
+
+def test_limit_sets_download_and_upload_and_a_schedule_replaces_the_fixed_limit(daemon):
+    assert daemon.cli_json("limit", "--download", "2M", "--upload", "512K", "--json") == {
+        "download": 2 * MiB, "upload": 512 * 1024, "schedule": None}
+    # One entry: in force all day, whatever the local time.
+    got = daemon.cli_json("limit", "--schedule", "00:00,1M", "--json")
+    assert got == {"download": MiB, "upload": 512 * 1024, "schedule": "00:00,1M"}
+    got = daemon.rpc_result("daemon.limits", {"schedule": "off"})
+    assert got == {"download": None, "upload": 512 * 1024, "schedule": None}
+    got = daemon.rpc_result("daemon.limits", {"download": "3M", "upload": "off"})
+    assert got == {"download": 3 * MiB, "upload": None, "schedule": None}
+    assert daemon.rpc_result("daemon.limits") == got
+
+
+def test_a_malformed_rate_or_schedule_exits_2_and_changes_nothing(daemon):
+    daemon.cli("limit", "--download", "1M", check=0)
+    for args in (["--download", "fast"], ["--upload", "0"], ["--schedule", "25:00,1M"],
+                 ["--schedule", "08:00"], ["--schedule", "08:00,1M 08:00,2M"], ["--schedule", ""],
+                 ["--download", "2M", "--schedule", "8:00,x"]):
+        r = daemon.cli("limit", *args)
+        assert r.rc == 2, (args, r)
+    resp = daemon.rpc("daemon.limits", {"download": "lots"})
+    assert resp["error"]["code"] == -32602, resp
+    assert daemon.cli_json("limit", "--json")["download"] == MiB
+
+
+def test_three_jobs_under_a_2M_limit_share_it_and_the_limit_survives_a_restart(daemon, nginx):
+    daemon.cli("limit", "--download", "2M", check=0)
+    daemon.restart()
+    assert daemon.cli_json("limit", "--json")["download"] == 2 * MiB
+    size = 3 * MiB
+    digests = [nginx.make_file(f"bw/three-{i}.bin", size) for i in range(3)]
+    ids = [daemon.download(nginx.url(f"bw/three-{i}.bin"), "-o", daemon.work / f"three-{i}.bin") for i in range(3)]
+    # Measure the aggregate between two samples in the middle of the transfers.
+    def total():
+        return sum(daemon.job(i)["bytes"] for i in ids)
+    wait_until(lambda: total() >= 1 * MiB, 20, "the jobs to start moving")
+    t0, b0 = time.monotonic(), total()
+    time.sleep(2.5)
+    t1, b1 = time.monotonic(), total()
+    rate = (b1 - b0) / (t1 - t0)
+    assert 0.75 * 2 * MiB <= rate <= 1.25 * 2 * MiB, f"aggregate {rate / MiB:.2f} MiB/s under a 2 MiB/s limit"
+    # Every job moves (shared, not one after another).
+    per_job = [daemon.job(i)["bytes"] for i in ids]
+    assert all(b > 256 * 1024 for b in per_job), per_job
+    # Lifted live: the rest goes at full speed.
+    daemon.cli("limit", "--download", "off", check=0)
+    for i, id in enumerate(ids):
+        daemon.wait_state(id, "completed", timeout=20)
+        assert sha256_file(daemon.work / f"three-{i}.bin") == digests[i]
+
+
+def test_the_upload_limit_paces_an_upload(daemon, faultserver, key):
+    daemon.cli("limit", "--upload", "1M", check=0)
+    src = daemon.work / "up.bin"
+    size = 3 * MiB
+    digest = write_random_file(src, size)
+    t0 = time.monotonic()
+    daemon.cli("upload", src, faultserver.url("/upload", key=key), "--wait", check=0, timeout=60)
+    took = time.monotonic() - t0
+    assert took >= 2.2, f"3 MiB under a 1 MiB/s upload limit took {took:.2f} s"
+    up = faultserver.log(key)[-1]["upload"]
+    assert up["complete"] and up["sha256"] == digest
+
+
+def test_a_limit_set_while_a_segmented_download_runs_slows_it_at_once(daemon, nginx):
+    size = 24 * MiB
+    digest = nginx.make_file("bw/seg-live.bin", size)
+    dest = daemon.work / "seg-live.bin"
+    id = daemon.download(nginx.url("bw/seg-live.bin", rate=2 * MiB), "-x", "4", "-o", dest)
+    daemon.wait_bytes(id, 2 * MiB, timeout=20)
+    daemon.cli("limit", "--download", "1M", check=0)
+    time.sleep(0.5)
+    b0, t0 = daemon.job(id)["bytes"], time.monotonic()
+    time.sleep(2.0)
+    b1, t1 = daemon.job(id)["bytes"], time.monotonic()
+    rate = (b1 - b0) / (t1 - t0)
+    assert 0.6 * MiB <= rate <= 1.3 * MiB, f"{rate / MiB:.2f} MiB/s under a 1 MiB/s limit"
+    daemon.cli("limit", "--download", "off", check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == digest

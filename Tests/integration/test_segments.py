@@ -1,0 +1,221 @@
+"""Segmented downloads (SPEC Amendment 2, "Segmented downloads"): `--connections N` / `-x N`."""
+
+import os
+import time
+
+import pytest
+
+from conftest import http_get, sha256_file, wait_until
+
+MiB = 1024 * 1024
+
+
+def ranged(entries):
+    return [e for e in entries if e["range"]]
+
+
+def test_x4_uses_four_connections_and_is_at_least_3x_faster_than_one(daemon, nginx):
+    size, rate = 12 * MiB, 2 * MiB
+    digest = nginx.make_file("seg/fast.bin", size)
+    url = nginx.url("seg/fast.bin", rate=rate)
+    t0 = time.monotonic()
+    one = daemon.download(url, "-o", daemon.work / "one.bin")
+    daemon.wait_state(one, "completed", timeout=60)
+    t_one = time.monotonic() - t0
+    t0 = time.monotonic()
+    four = daemon.download(url, "-x", "4", "-o", daemon.work / "four.bin")
+    peak = 0
+    text = ""
+    while True:
+        job = daemon.job(four)
+        peak = max(peak, job["connections"])
+        if job["connections"] >= 2 and not text:
+            text = daemon.cli("status", four, check=0).out
+        if job["state"] == "completed":
+            break
+        assert job["state"] in ("queued", "running"), job
+        time.sleep(0.1)
+    t_four = time.monotonic() - t0
+    assert sha256_file(daemon.work / "four.bin") == digest
+    assert sha256_file(daemon.work / "one.bin") == digest
+    assert peak == 4, f"at most {peak} connections were open"
+    assert "Ranges:" in text and "bytes 0-" in text and "Connections:" in text, text
+    log = [e for e in nginx.log("seg/fast.bin") if e["time"] >= 0]
+    assert len(ranged(log)) >= 4
+    assert t_four * 3 <= t_one, f"-x 4 took {t_four:.1f} s, -x 1 {t_one:.1f} s"
+    assert daemon.job(four)["connections"] == 0
+
+
+def span(entry, size):
+    first, _, last = entry["range"].split("=")[1].partition("-")
+    return int(first), (int(last) + 1 if last else size)
+
+
+def test_a_segmented_download_killed_several_times_resumes_every_range_from_its_checkpoint(daemon, nginx):
+    size, rate = 16 * MiB, 512 * 1024
+    digest = nginx.make_file("seg/killed.bin", size)
+    etag = http_get(nginx.url("seg/killed.bin"))[1]["ETag"]
+    dest = daemon.work / "killed.bin"
+    id = daemon.download(nginx.url("seg/killed.bin", rate=rate), "-x", "4", "-o", dest)
+    bounds = [0]  # nginx logs a request when it ends: each attempt's requests lie between two bounds
+    seen = 0
+    for _ in range(3):
+        job = daemon.wait_bytes(id, seen + MiB, timeout=30)
+        segments = daemon.rpc_result("transfer.segments", {"id": id})["segments"]
+        assert len(segments) >= 2 and job["connections"] >= 2, (job, segments)
+        time.sleep(1.3)  # at least one checkpoint of every range
+        seen = daemon.job(id)["bytes"]
+        daemon.kill9()
+        time.sleep(0.3)
+        bounds.append(len(ranged(nginx.log("seg/killed.bin"))))
+        daemon.start()
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == digest
+    assert not (daemon.work / "killed.bin.aftpart").exists()
+    job = daemon.job(id)
+    assert job["connections"] == 0 and job["sha256"] == digest
+    assert daemon.rpc_result("transfer.segments", {"id": id}) == {"segments": []}
+    log = ranged(nginx.log("seg/killed.bin"))
+    attempts = [log[a:b] for a, b in zip(bounds, bounds[1:])] + [log[bounds[-1]:]]
+    for before, after in zip(attempts, attempts[1:]):
+        assert after and all(e["ifRange"] == etag and e["status"] == 206 for e in after), after
+        for e in after:
+            start, _ = span(e, size)
+            # The request of the killed attempt whose range held this start: the new one resumes
+            # near where that one had got to (a checkpoint about once a second), never from its
+            # beginning again.
+            held = [p for p in before if span(p, size)[0] <= start < span(p, size)[1]]
+            for p in held:
+                got_to = span(p, size)[0] + p["bytes"]
+                assert start >= got_to - 2.5 * rate, (e, p)
+                assert start > span(p, size)[0] or p["bytes"] == 0, (e, p)
+
+
+def test_a_200_to_one_ranged_request_restarts_from_byte_0_on_one_connection(daemon, faultserver, key):
+    size = 8 * MiB
+    # The 2nd request (the first further range) ignores Range: 200 with the whole body.
+    url = faultserver.url(size=size, key=key, slow=2 * MiB, ignorerange=2)
+    dest = daemon.work / "r200.bin"
+    id = daemon.download(url, "-x", "4", "-o", dest)
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size)
+    log = faultserver.log(key)
+    assert log[0]["range"] == "bytes=0-"
+    assert any(e["status"] == 200 and e["range"] for e in log), log
+    # The restart from 0 is a plain request over one connection.
+    last = log[-1]
+    assert last["range"] is None and last["status"] == 200 and last["done"], last
+
+
+def test_content_that_changes_between_ranged_requests_is_never_spliced(daemon, faultserver, key):
+    size = 8 * MiB
+    # From the 2nd request on the server has a new version, and ignores If-Range: the ranges
+    # come back as 206 of the other version, which only the validator shows.
+    url = faultserver.url(size=size, key=key, slow=2 * MiB, changeafter=1, ignoreifrange=1)
+    dest = daemon.work / "changed.bin"
+    id = daemon.download(url, "-x", "4", "-o", dest)
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, seed="0.v2")
+    log = faultserver.log(key)
+    assert log[-1]["range"] is None and log[-1]["status"] == 200, log[-1]
+
+
+def test_a_changed_file_after_a_crash_starts_over_instead_of_resuming_ranges(daemon, faultserver, key):
+    size = 8 * MiB
+    url = faultserver.url(size=size, key=key, slow=1 * MiB, changeafter=4)
+    dest = daemon.work / "crash-changed.bin"
+    id = daemon.download(url, "-x", "4", "-o", dest)
+    daemon.wait_bytes(id, 2 * MiB, timeout=30)
+    time.sleep(1.2)
+    daemon.kill9()
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, seed="0.v2")
+
+
+@pytest.mark.parametrize("size", [1 * MiB + 7, 3 * MiB])
+def test_small_files_and_servers_without_ranges_use_one_connection(daemon, faultserver, key, size):
+    url = faultserver.url(size=size, key=key, norange=1 if size > 2 * MiB else None)
+    id = daemon.download(url, "-x", "8", "-o", daemon.work / "small.bin")
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(daemon.work / "small.bin") == faultserver.sha256(size)
+    assert len(faultserver.log(key)) == 1
+
+
+def test_connections_outside_1_to_16_are_refused(daemon, nginx):
+    for n in ("0", "17", "-1"):
+        r = daemon.cli("download", nginx.url("x.bin"), "-x", n, "-o", daemon.work / "x.bin")
+        assert r.rc == 2, r
+    resp = daemon.rpc("transfer.add", {"url": nginx.url("x.bin"), "destination": str(daemon.work / "x.bin"),
+                                       "connections": 17})
+    assert resp["error"]["code"] == -32602, resp
+    assert daemon.jobs() == []
+
+
+def test_max_per_host_2_caps_the_connections_the_server_sees(daemon_factory, faultserver, key):
+    d = daemon_factory(args=["--max-per-host", "2"])
+    size = 3 * MiB
+    ids = [d.download(faultserver.url(size=size, key=key, seed=str(i), slow=3 * MiB), "-x", "4", "-o",
+                      d.work / f"host-{i}.bin") for i in range(3)]
+    for i, id in enumerate(ids):
+        d.wait_state(id, "completed", timeout=60)
+        assert sha256_file(d.work / f"host-{i}.bin") == faultserver.sha256(size, seed=str(i))
+    _, _, body = http_get(f"{faultserver.base}/_conns?key={key}")
+    import json
+    conns = json.loads(body)
+    assert 1 <= conns["max"] <= 2, conns
+
+
+def test_pause_and_resume_of_a_segmented_download_continue_every_range(daemon, nginx):
+    size, rate = 8 * MiB, 1 * MiB
+    digest = nginx.make_file("seg/paused.bin", size)
+    dest = daemon.work / "paused.bin"
+    id = daemon.download(nginx.url("seg/paused.bin", rate=rate), "-x", "4", "-o", dest)
+    daemon.wait_bytes(id, 3 * MiB, timeout=20)
+    daemon.cli("pause", id, check=0)
+    paused = daemon.wait_state(id, "paused", timeout=10)
+    assert paused["connections"] == 0 and paused["bytes"] >= 3 * MiB, paused
+    time.sleep(0.3)
+    before = len(ranged(nginx.log("seg/paused.bin")))
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == digest
+    after = ranged(nginx.log("seg/paused.bin"))[before:]
+    starts = {span(e, size)[0] for e in after}
+    assert not starts & {0, 2 * MiB, 4 * MiB, 6 * MiB}, f"a range started over: {sorted(starts)}"
+
+
+def test_a_part_shorter_than_its_ranges_checkpoints_is_started_over_not_spliced(daemon, nginx):
+    size, rate = 8 * MiB, 1 * MiB
+    digest = nginx.make_file("seg/cut.bin", size)
+    dest = daemon.work / "cut.bin"
+    id = daemon.download(nginx.url("seg/cut.bin", rate=rate), "-x", "4", "-o", dest)
+    daemon.wait_bytes(id, 3 * MiB, timeout=20)
+    daemon.stop()
+    part = daemon.work / "cut.bin.aftpart"
+    assert part.stat().st_size > 6 * MiB
+    os.truncate(part, 1 * MiB)  # as if a crash came between cutting the part and the commit
+    before = len(nginx.log("seg/cut.bin"))
+    daemon.start()
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(dest) == digest
+    first = nginx.log("seg/cut.bin")[before:]
+    assert any(e["range"] in ("", "bytes=0-") for e in first), first
+
+
+def test_over_http2_the_ranges_share_one_connection(daemon_factory, nginx):
+    d = daemon_factory(args=["--max-per-host", "1"])
+    size, rate = 8 * MiB, 1 * MiB
+    digest = nginx.make_file("seg/h2.bin", size)
+    t0 = time.monotonic()
+    id = d.download(nginx.h2_url("seg/h2.bin", rate=rate), "-x", "4", "-o", d.work / "h2.bin",
+                    "--cacert", nginx.tls.ca)
+    d.wait_state(id, "completed", timeout=30)
+    took = time.monotonic() - t0
+    assert sha256_file(d.work / "h2.bin") == digest
+    log = ranged(nginx.log("seg/h2.bin"))
+    assert {e["protocol"] for e in log} == {"HTTP/2.0"}, log
+    assert len(log) >= 4
+    # One TCP connection (--max-per-host 1), yet the ranges went at once: 4 streams at 1 MiB/s.
+    assert len({e["connection"] for e in log}) == 1, log
+    assert took < 0.6 * size / rate, f"{took:.1f} s: the ranges did not run at once"
