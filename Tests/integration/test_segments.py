@@ -213,9 +213,11 @@ def test_over_http2_the_ranges_share_one_connection(daemon_factory, nginx):
     d.wait_state(id, "completed", timeout=30)
     took = time.monotonic() - t0
     assert sha256_file(d.work / "h2.bin") == digest
+    # The further ranges; the first request (a stream reset at the end of its range) may be
+    # logged only when the connection closes.
+    wait_until(lambda: len(ranged(nginx.log("seg/h2.bin"))) >= 3, 10, "three ranged requests in nginx's log")
     log = ranged(nginx.log("seg/h2.bin"))
     assert {e["protocol"] for e in log} == {"HTTP/2.0"}, log
-    assert len(log) >= 4
     # One TCP connection (--max-per-host 1), yet the ranges went at once: 4 streams at 1 MiB/s.
     assert len({e["connection"] for e in log}) == 1, log
     assert took < 0.6 * size / rate, f"{took:.1f} s: the ranges did not run at once"
