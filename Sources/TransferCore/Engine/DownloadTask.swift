@@ -297,6 +297,7 @@ final class DownloadTask: TransferTask {
 
     /// The body callback: appends bytes to the part (created with the first byte) and the digest.
     private func receive(_ data: UnsafeRawBufferPointer) -> CurlEasy.BodyVerdict {
+        if fallbackRequested { return .abort }  // starting over: this response is not wanted
         guard keepBody else { return .accept }
         guard pace(data.count) else { return .pause }
         if let start = primarySegment, plan != nil {
@@ -538,20 +539,23 @@ final class DownloadTask: TransferTask {
         }
         guard (200..<300).contains(s) || s == 416 else { return }  // an error status fails the attempt
         Log.info("server answered \(s) to a range of a segmented download: restarting from byte 0", job: jobId)
-        resetToZero()
-        if s == 200 {
-            // The whole (perhaps new) file from byte 0: keep it, over this one connection.
-            singleOnly = true
-            total = header("content-length").flatMap { Int64($0) }
-            var patch = JobPatch()
-            patch.etag = .some(header("etag"))
-            patch.lastModified = .some(header("last-modified"))
-            patch.total = .some(total)
-            write(patch)
-            keepBody = true
+        if s != 200 {
+            // Another version (or a shorter file): this request ends, and the download starts
+            // over on one connection (``pump()``).
+            fallbackRequested = true
+            schedulePump()
             return
         }
-        abortError = TransferError(.network, "the remote file changed; starting over", retryable: true)
+        // A 200: the whole (perhaps new) file from byte 0; kept, over this one connection.
+        resetToZero()
+        singleOnly = true
+        total = header("content-length").flatMap { Int64($0) }
+        var patch = JobPatch()
+        patch.etag = .some(header("etag"))
+        patch.lastModified = .some(header("last-modified"))
+        patch.total = .some(total)
+        write(patch)
+        keepBody = true
     }
 
     /// Whether a response's validators are the ones the part's bytes came with.
@@ -730,6 +734,10 @@ final class DownloadTask: TransferTask {
 
     /// This task's own request ended: while segmented, it was one connection among several.
     override func hopEnded(error: TransferError?) -> Bool {
+        if fallbackRequested {
+            schedulePump()
+            return true
+        }
         guard plan != nil, primaryAccepted else { return false }
         primaryAccepted = false
         let start = primarySegment
@@ -749,7 +757,7 @@ final class DownloadTask: TransferTask {
     private func fallBackToOneConnection() {
         fallbackRequested = false
         stopConnections()
-        if primaryAccepted, let e = easy { engine.multi.remove(e) }
+        if let e = easy { engine.multi.remove(e) }  // harmless when it is already out
         primaryAccepted = false
         primaryReachedEnd = false
         singleOnly = true
