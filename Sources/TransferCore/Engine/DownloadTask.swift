@@ -233,7 +233,9 @@ final class DownloadTask: TransferTask {
     /// After a write failed for want of space: the part is cut back to the bytes counted (a
     /// short write may have left a few more), so it stays byte-exact up to its checkpoint.
     private func trimAfterDiskFull(_ error: TransferError) {
-        guard error.code == .diskFull, let part else { return }
+        // A segmented part is not cut: each range resumes from its own checkpoint and writes over
+        // what lies past it (cutting at the byte count would throw the later ranges away).
+        guard error.code == .diskFull, plan == nil, let part else { return }
         _ = part.truncate(to: bytes)
     }
 
