@@ -33,35 +33,22 @@ final class SegmentConnection {
     /// Parses one header line; calls `complete` at the end of a final response's headers.
     /// Returns false to end the transfer.
     func header(_ raw: UnsafeRawBufferPointer, complete: () -> Bool) -> Bool {
-        let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) : nil
+        switch HeaderLine.parse(raw) {
+        case .status(let code):
+            status = code
             contentRange = nil
             etag = nil
             lastModified = nil
-        } else if line.isEmpty {
+        case .end:
             if let s = status, s >= 200 { return complete() }
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            switch name {
-            case "content-range": contentRange = value
-            case "etag": etag = value
-            case "last-modified": lastModified = value
-            default: break
-            }
+        case .field("content-range", let value): contentRange = value
+        case .field("etag", let value): etag = value
+        case .field("last-modified", let value): lastModified = value
+        case .field, .other: break
         }
         return true
     }
 
     /// The start and total of `Content-Range: bytes A-B/T`.
-    var rangeStartAndTotal: (start: Int64, total: Int64?)? {
-        guard let v = contentRange, v.hasPrefix("bytes ") else { return nil }
-        let halves = v.dropFirst(6).split(separator: "/", maxSplits: 1)
-        guard halves.count == 2, let s = halves[0].split(separator: "-").first.flatMap({ Int64($0) }) else {
-            return nil
-        }
-        return (s, Int64(halves[1]))
-    }
+    var rangeStartAndTotal: (start: Int64, total: Int64?)? { contentRange.flatMap(HeaderLine.contentRange) }
 }

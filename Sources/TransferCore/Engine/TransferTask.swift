@@ -136,12 +136,8 @@ class TransferTask {
     /// Also used for a segmented download's further connections (``SegmentConnection``).
     func requestOptions(for e: CurlEasy, extraHeaders extra: [String], overridden: [String]) -> CurlRequestOptions {
         let req = record.request
-        var o = CurlRequestOptions(url: currentURL)
-        o.userAgent = "aftransfer/\(AFTransferVersion.string)"
-        if sendCredentials { o.userPassword = req.user }
-        o.caFile = req.cacert
-        o.pinnedPublicKey = req.pinPubkey
-        o.insecure = req.insecure == true
+        let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overridden)
+        var o = CurlRequestOptions.job(req, url: currentURL, sendCredentials: sendCredentials, owned: owned)
         if let rate = req.limitRate.flatMap(RateParser.parse) {
             // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable
             // under the multi-socket API. As the curl CLI does, a buffer no larger than a second's
@@ -163,13 +159,6 @@ class TransferTask {
                 return false
             }
         }
-        let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overridden)
-        for h in req.headers ?? [] {
-            guard let f = try? HeaderField.parse(h) else { continue }
-            if !sendCredentials && f.isSecret { continue }
-            if owned.contains(f.name.lowercased()) { continue }
-            o.headers.append("\(f.name): \(f.value)")
-        }
         o.headers.append(contentsOf: extra)
         return o
     }
@@ -186,14 +175,11 @@ class TransferTask {
 
     private func headerLine(_ raw: UnsafeRawBufferPointer) -> Bool {
         lastProgressAt = engine.loop.nowMillis
-        // Parsed on bytes (header names are ASCII): Foundation's trimming cost more than the
-        // rest of a small download's bookkeeping.
-        let bytes = Self.trimmed(raw)
-        if bytes.starts(with: Self.httpPrefix) {
-            let parts = bytes.split(separator: 0x20, maxSplits: 2)
-            status = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
+        switch HeaderLine.parse(raw) {
+        case .status(let code):
+            status = code
             headers = []
-        } else if bytes.isEmpty {
+        case .end:
             // End of one response's headers; 1xx responses are followed by another.
             if let s = status, s >= 200, !((300..<400).contains(s) && header("location") != nil) {
                 // Belt and braces: the prerequest check has already passed for this hop.
@@ -206,24 +192,12 @@ class TransferTask {
             } else if let s = status, s < 200 {
                 interimResponseComplete()
             }
-        } else if let colon = bytes.firstIndex(of: 0x3A) {
-            let name = String(decoding: Self.trimmed(UnsafeRawBufferPointer(rebasing: bytes[..<colon])), as: UTF8.self)
-            let value = Self.trimmed(UnsafeRawBufferPointer(rebasing: bytes[(colon + 1)...]))
-            headers.append((name.lowercased(), String(decoding: value, as: UTF8.self)))
+        case .field(let name, let value):
+            headers.append((name, value))
+        case .other:
+            break
         }
         return true
-    }
-
-    private static let httpPrefix = Array("HTTP/".utf8)
-
-    /// The bytes without leading and trailing ASCII white space (space, tab, CR, LF).
-    private static func trimmed(_ raw: UnsafeRawBufferPointer) -> Slice<UnsafeRawBufferPointer> {
-        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
-        var lo = raw.startIndex
-        var hi = raw.endIndex
-        while lo < hi && isSpace(raw[lo]) { lo += 1 }
-        while hi > lo && isSpace(raw[hi - 1]) { hi -= 1 }
-        return raw[lo..<hi]
     }
 
     /// The value of response header `name` (lowercase) of the current response.

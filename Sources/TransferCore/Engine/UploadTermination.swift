@@ -5,21 +5,10 @@ enum UploadTermination {
     /// The request that terminates the job's upload, or nil when it has no upload URL.
     static func options(for r: JobRecord) -> CurlRequestOptions? {
         guard r.kind == .upload, let url = r.uploadUrl else { return nil }
-        let req = r.request
-        var o = CurlRequestOptions(url: url)
-        o.userAgent = "aftransfer/\(AFTransferVersion.string)"
-        o.body = .bodiless(method: "DELETE")
-        o.caFile = req.cacert
-        o.pinnedPublicKey = req.pinPubkey
-        o.insecure = req.insecure == true
-        let sameOrigin = RedirectPolicy.sameOrigin(r.url, url)
-        if sameOrigin { o.userPassword = req.user }
         let owned: Set<String> = ["tus-resumable", "upload-draft-interop-version", "content-type", "content-length"]
-        for h in req.headers ?? [] {
-            guard let f = try? HeaderField.parse(h), !owned.contains(f.name.lowercased()) else { continue }
-            if !sameOrigin && f.isSecret { continue }
-            o.headers.append("\(f.name): \(f.value)")
-        }
+        var o = CurlRequestOptions.job(
+            r.request, url: url, sendCredentials: RedirectPolicy.sameOrigin(r.url, url), owned: owned)
+        o.body = .bodiless(method: "DELETE")
         switch r.resumable {
         case .tus?: o.headers.append("Tus-Resumable: \(ResumableUploadPlan.tusVersion)")
         default: o.headers.append("Upload-Draft-Interop-Version: \(ResumableUploadPlan.interopVersion)")
