@@ -199,13 +199,7 @@ final class DownloadTask: TransferTask {
             abortError = err
             return
         }
-        var p = JobPatch()
-        if offset == 0 { p.durableBytes = 0 }
-        p.etag = .some(header("etag"))
-        p.lastModified = .some(header("last-modified"))
-        p.total = .some(total)
-        write(p)
-        keepBody = true
+        acceptBody()
         if s == 206 && offset == 0 && wantConnections > 1 && !singleOnly { beginSegments() }
     }
 
@@ -286,15 +280,7 @@ final class DownloadTask: TransferTask {
     }
 
     private func contentRange() -> (start: Int64, total: Int64?)? {
-        guard let v = header("content-range") else { return nil }
-        // "bytes 100-199/200", "bytes */200", "bytes 100-199/*"
-        let spec = v.split(separator: " ", maxSplits: 1).last.map(String.init) ?? ""
-        let halves = spec.split(separator: "/", maxSplits: 1)
-        guard halves.count == 2 else { return nil }
-        let t = Int64(halves[1])
-        if halves[0] == "*" { return (start: -1, total: t) }
-        guard let s = halves[0].split(separator: "-").first.flatMap({ Int64($0) }) else { return nil }
-        return (start: s, total: t)
+        header("content-range").flatMap(HeaderLine.contentRange)
     }
 
     /// The body callback: appends bytes to the part (created with the first byte) and the digest.
@@ -552,11 +538,18 @@ final class DownloadTask: TransferTask {
         resetToZero()
         singleOnly = true
         total = header("content-length").flatMap { Int64($0) }
-        var patch = JobPatch()
-        patch.etag = .some(header("etag"))
-        patch.lastModified = .some(header("last-modified"))
-        patch.total = .some(total)
-        write(patch)
+        acceptBody()
+    }
+
+    /// Takes the response's body: records its validators and total (and a durable 0 when it
+    /// starts from the first byte), then lets the body callbacks write.
+    private func acceptBody() {
+        var p = JobPatch()
+        if offset == 0 { p.durableBytes = 0 }
+        p.etag = .some(header("etag"))
+        p.lastModified = .some(header("last-modified"))
+        p.total = .some(total)
+        write(p)
         keepBody = true
     }
 
@@ -580,7 +573,7 @@ final class DownloadTask: TransferTask {
     /// Writes bytes at the segment's fetch offset, up to its end; the digest follows the
     /// contiguous prefix.
     private func writeSegment(_ start: Int64, _ data: UnsafeRawBufferPointer) -> SegmentWrite {
-        guard var p = plan, let seg = p.segment(start), let part, let base = data.baseAddress else {
+        guard let seg = plan?.segment(start), let part, let base = data.baseAddress else {
             return data.isEmpty ? .accept : .reachedEnd
         }
         let n = Int(min(Int64(data.count), seg.remaining))
@@ -590,10 +583,12 @@ final class DownloadTask: TransferTask {
                 abortError = FileErrors.error(rc, "cannot write \(part.path)")
                 return .failed
             }
-            p.advance(start, by: Int64(n))
-            plan = p
-            progressed(to: p.fetchedBytes)
-            hasher?.advance(to: p.contiguousEnd)
+            // Advanced in place: a copy of the plan made every body callback copy its ranges.
+            plan?.advance(start, by: Int64(n))
+            if let p = plan {
+                progressed(to: p.fetchedBytes)
+                hasher?.advance(to: p.contiguousEnd)
+            }
         }
         return n < data.count ? .reachedEnd : .accept
     }

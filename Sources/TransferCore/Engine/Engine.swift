@@ -32,7 +32,7 @@ public struct EngineConfig: Sendable {
     /// The default of `--connections` (a download's connections when it names none).
     public static let defaultConnections = 1
     /// The most connections a download may use (`--connections`, `-x`).
-    public static let maxConnections = 16
+    public static let maxConnections = RequestValidator.connectionsRange.upperBound
 
     public var maxActive = EngineConfig.defaultMaxActive
     /// `--max-per-host`.
@@ -311,10 +311,10 @@ public final class Engine: AttemptHost {
         if !reserve.isHeld {
             // Spent on a full disk: new work waits until the reserve is back and room is left.
             let free = DiskSpace.available(at: dir) ?? 0
+            // The room checked here covers the reserve and the margin: no second look is needed.
             guard free >= reserve.size + config.homeReserve, reserve.acquire() else { throw homeFull(free: free) }
             Log.info("the disk of the job database has room again: reserve \(reserve.path) restored")
-        }
-        if let free = DiskSpace.available(at: dir), free < config.homeReserve {
+        } else if let free = DiskSpace.available(at: dir), free < config.homeReserve {
             throw homeFull(free: free)
         }
         do { try commit() } catch { throw storeFailure(error) }
@@ -433,8 +433,7 @@ public final class Engine: AttemptHost {
     }
 
     private func startAttempt(_ id: Int64) {
-        guard var r = record(id) else { return }
-        r.apply(batch.patches[id] ?? JobPatch())
+        guard let r = record(id) else { return }  // pending changes applied (``record(_:)``)
         lastBytes[id] = nil
         let task: TransferTask =
             r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r)
@@ -740,7 +739,9 @@ public final class Engine: AttemptHost {
         if onEvent != nil && wantsEvents() {
             var after = ids.lowerBound - 1
             while after < ids.upperBound {
-                let page = try store.listings(state: nil, after: after, limit: 500).filter { $0.id <= ids.upperBound }
+                let page = try store.listings(state: nil, after: after, limit: JobListStream.pageSize).filter {
+                    $0.id <= ids.upperBound
+                }
                 guard let last = page.last else { break }
                 for listing in page {
                     events.append((EngineNotification.stateChanged, JobSnapshot(listing, live: nil)))
@@ -896,7 +897,9 @@ public final class Engine: AttemptHost {
         if let r = vanishing[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
         if let p = batch.patches[id] { r.apply(p) }
-        let pending = batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }
+        let pending =
+            batch.attempts.isEmpty
+            ? [] : batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }
         for (key, a) in pending {
             if key.seq < r.history.count { r.history[key.seq] = a } else { r.history.append(a) }
         }
