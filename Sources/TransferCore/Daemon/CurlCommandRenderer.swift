@@ -22,7 +22,7 @@ public enum CurlCommandRenderer {
                 if req.createDirs == true { args.append("--create-dirs") }
             }
         } else {
-            let mode = req.source == nil ? .off : ResumableMode(rawValue: req.resumable ?? "") ?? .defaultMode
+            let mode = req.resumableMode
             if let src = req.source, mode != .tus { args += ["-T", src] }
             for f in req.form ?? [] { args += ["-F", f] }
             let method = mode == .tus ? "POST" : r.method

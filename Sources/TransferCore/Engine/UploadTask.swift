@@ -203,10 +203,8 @@ final class UploadTask: TransferTask {
         }
         if let path = req.response { try openResponsePart(path) }
         let length = body?.length ?? 0
-        let mode =
-            req.form != nil ? .off : (req.resumable.flatMap(ResumableMode.init(rawValue:)) ?? ResumableMode.defaultMode)
         let resumable = ResumableUploadPlan(
-            mode: mode, url: record.url, method: record.method, length: length, contentType: contentType,
+            mode: req.resumableMode, url: record.url, method: record.method, length: length, contentType: contentType,
             filename: req.source.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "upload",
             sha256Hex: req.sha256, uploadURL: record.uploadUrl, agreed: record.resumable, offset: record.durableBytes,
             appendLimit: record.appendLimit)

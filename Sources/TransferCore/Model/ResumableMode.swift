@@ -11,3 +11,11 @@ public enum ResumableMode: String, Codable, Sendable, CaseIterable {
     /// The mode when none is given.
     public static let defaultMode = ResumableMode.auto
 }
+
+extension TransferRequest {
+    /// The resumable protocol an upload asks for: `resumable` as validated, the default when
+    /// absent, and `off` for a form upload (a form is always sent plain).
+    public var resumableMode: ResumableMode {
+        source == nil ? .off : ResumableMode(rawValue: resumable ?? "") ?? .defaultMode
+    }
+}
