@@ -22,10 +22,4 @@ public enum ControlAction: String, CaseIterable, Sendable {
         case .remove: return .transferRemove
         }
     }
-
-    /// The action a control method asks for, or nil for any other method.
-    public init?(method: RPCMethod) {
-        guard let action = Self.allCases.first(where: { $0.method == method }) else { return nil }
-        self = action
-    }
 }

@@ -23,11 +23,6 @@ public struct BandwidthLimits: Equatable, Sendable {
         return download
     }
 
-    /// The limits in force now, as `limit --json` and `daemon.limits` show them.
-    public func inForce(at date: Date, timeZone: TimeZone = .current) -> LimitsInForce {
-        LimitsInForce(download: downloadRate(at: date, timeZone: timeZone), upload: upload, schedule: schedule?.text)
-    }
-
     /// Applies a `daemon.limits` change: `--download` sets a fixed limit and clears a schedule;
     /// `--schedule` replaces the fixed download limit (`off` clears it); `--upload` sets the
     /// upload limit. Values are as the CLI options take them (`2M`, `off`).

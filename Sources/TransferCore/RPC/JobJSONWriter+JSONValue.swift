@@ -1,4 +1,12 @@
 extension JobJSONWriter {
+    /// Any Encodable value as JSON bytes with sorted keys, slashes as they are
+    /// (``JSONValueEncoder``, then ``value(_:)``): RPC results and the store's JSON columns.
+    public static func json<T: Encodable>(_ value: T) throws -> [UInt8] {
+        var writer = JobJSONWriter(capacity: 256)
+        writer.value(try JSONValueEncoder().encode(value))
+        return writer.bytes
+    }
+
     /// Appends any JSON value as `JSONEncoder` with `.sortedKeys` writes it (objects' keys in
     /// sorted order, numbers and strings as ``int(_:)``, ``double(_:)`` and ``string(_:)`` do).
     public mutating func value(_ value: JSONValue) {

@@ -140,19 +140,22 @@ public final class RPCClient {
     /// each answer with ``response(to:method:)`` or ``streamResult(of:method:into:)``, in order.
     /// - Parameters:
     ///   - method: the method name (``RPCMethod``).
-    ///   - params: the params object's JSON text.
+    ///   - params: the params object's JSON text, or nil to send none.
     /// - Returns: the request's id.
     /// - Throws: ``ClientError``.
-    public func post(method: String, params: [UInt8]) throws -> Int64 {
+    public func post(method: String, params: [UInt8]?) throws -> Int64 {
         let id = nextID
         nextID += 1
-        var writer = JobJSONWriter(capacity: params.count + 96)
+        // The envelope with sorted keys, as ``JobJSONWriter/value(_:)`` writes an object.
+        var writer = JobJSONWriter(capacity: (params?.count ?? 0) + 96)
         writer.key(#"{"id":"#)
         writer.int(id)
         writer.key(#","jsonrpc":"2.0","method":"#)
         writer.string(method)
-        writer.key(#","params":"#)
-        writer.raw(params)
+        if let params {
+            writer.key(#","params":"#)
+            writer.raw(params)
+        }
         writer.key("}\n")
         try send(Data(writer.bytes))
         return id
@@ -248,15 +251,13 @@ public final class RPCClient {
 
     /// Writes one request line; returns its id.
     private func sendRequest(method: String, params: JSONValue?) throws -> Int64 {
-        let id = nextID
-        nextID += 1
-        var request: [String: JSONValue] = ["jsonrpc": .string("2.0"), "id": .int(id), "method": .string(method)]
-        if let params { request["params"] = params }
-        var writer = JobJSONWriter(capacity: 256)
-        writer.value(.object(request))
-        writer.bytes.append(UInt8(ascii: "\n"))
-        try send(Data(writer.bytes))
-        return id
+        try post(
+            method: method,
+            params: params.map { params in
+                var writer = JobJSONWriter(capacity: 256)
+                writer.value(params)
+                return writer.bytes
+            })
     }
 
     /// Reads lines until the response to `id`, keeping notifications for ``streamEvents(tickInterval:onEvent:)``.

@@ -1,8 +1,9 @@
 /// One RPC method's handler (pueue's habit: one file per request kind, in `RPC/Handlers/`).
 /// Loop-thread only.
 public protocol RPCHandler {
-    /// Whether the method may change jobs: its answer waits for the group commit and turns into an
-    /// error if the commit fails.
+    /// Whether the method may change jobs: the read it arrived in ends with a group commit before
+    /// the answers are sent (the method's own rows were written already; a failing group commit
+    /// is logged and retried, not turned into an error).
     var changesJobs: Bool { get }
     /// Answers one request. Anything thrown is mapped to a JSON-RPC error by the router
     /// (``RPCError/init(mapping:)``), the one place that knows the wire's error codes.

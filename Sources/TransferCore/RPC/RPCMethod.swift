@@ -38,9 +38,6 @@ public enum RPCMethod: String, CaseIterable, Sendable {
     case transferProgress = "transfer.progress"
     /// Notification: a job changed state (params: the job object).
     case transferState = "transfer.state"
-
-    /// Whether this is a notification the daemon sends, not a method a client calls.
-    public var isNotification: Bool { self == .transferProgress || self == .transferState }
 }
 
 // MARK: - Transitional names

@@ -11,11 +11,7 @@ public enum RPCReply {
     /// Encodes a result or an error as JSON text: sorted keys (the CLI relies on the order of a
     /// response's keys), slashes as they are (``JSONValueEncoder`` and ``JobJSONWriter/value(_:)``,
     /// which write what `JSONEncoder` with `.sortedKeys, .withoutEscapingSlashes` writes).
-    static func json<T: Encodable>(_ value: T) throws -> [UInt8] {
-        var writer = JobJSONWriter(capacity: 256)
-        writer.value(try JSONValueEncoder().encode(value))
-        return writer.bytes
-    }
+    static func json<T: Encodable>(_ value: T) throws -> [UInt8] { try JobJSONWriter.json(value) }
 
     /// A result encoded as JSON (small results).
     public static func encoding<T: Encodable>(_ value: T) throws -> RPCReply {

@@ -24,7 +24,7 @@ public final class RPCServer {
     private struct PendingResponse {
         let connection: RPCConnection
         let id: JSONValue?
-        var outcome: Result<RPCReply, RPCError>
+        let outcome: Result<RPCReply, RPCError>
         let changesJobs: Bool
     }
     private var pending: [PendingResponse] = []

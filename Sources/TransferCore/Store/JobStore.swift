@@ -278,9 +278,7 @@ public final class JobStore {
     /// job's request with it was a tenth of queuing 100,000 jobs.
     private func json<T: Encodable>(_ v: T?) throws -> String? {
         guard let v else { return nil }
-        var writer = JobJSONWriter(capacity: 256)
-        writer.value(try JSONValueEncoder().encode(v))
-        return String(decoding: writer.bytes, as: UTF8.self)
+        return String(decoding: try JobJSONWriter.json(v), as: UTF8.self)
     }
 
     // MARK: - Settings

@@ -14,13 +14,8 @@ struct DaemonStatusHandler: RPCHandler {
                 pid: getpid(), version: AFTransferVersion.string, uptime: (uptime * 1000).rounded() / 1000,
                 home: context.info.home, socket: context.info.socket,
                 network: context.service.isReachable ? "reachable" : "unreachable",
-                limits: Self.limits(context), jobs: jobs, active: context.service.activeTransfers,
+                limits: context.service.currentLimits(), jobs: jobs, active: context.service.activeTransfers,
                 rate: context.service.totalRate.rounded(), maxActive: context.info.maxActive,
                 startedAt: context.info.startedAt))
-    }
-
-    /// The daemon-wide limits in force now: the one place `daemon.status` reads them.
-    static func limits(_ context: RPCContext) -> LimitsInForce {
-        context.service.currentLimits()
     }
 }
