@@ -53,8 +53,9 @@ struct DownloadCommand: ParsableCommand {
     var global: GlobalOptions
 
     func validate() throws {
-        if let connections, !(1...16).contains(connections) {
-            throw ValidationError("--connections must be between 1 and 16.")
+        let range = RequestValidator.connectionsRange
+        if let connections, !range.contains(connections) {
+            throw ValidationError("--connections must be between \(range.lowerBound) and \(range.upperBound).")
         }
         if output != nil, directory != nil { throw ValidationError("-o and -d cannot be used together.") }
         if inputFile != nil {

@@ -48,19 +48,6 @@ struct LimitCommand: ParsableCommand {
             try JSONOutput.print(limits)
             return
         }
-        Console.out(Self.text(limits))
-    }
-
-    /// The limits as text, one line each.
-    static func text(_ limits: LimitsInForce) -> String {
-        func rate(_ r: Int64?) -> String {
-            guard let r else { return "off" }
-            return "\(HumanFormat.rate(Double(r))) (\(r) bytes/s)"
-        }
-        return [
-            "Download: \(rate(limits.download))\(limits.schedule == nil ? "" : " (from the schedule)")",
-            "Upload:   \(rate(limits.upload))",
-            "Schedule: \(limits.schedule ?? "none")",
-        ].joined(separator: "\n")
+        Console.out(LimitsText.lines(limits))
     }
 }

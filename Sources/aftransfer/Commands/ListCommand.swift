@@ -28,18 +28,14 @@ struct ListCommand: ParsableCommand {
     }
 
     /// The `transfer.list` params: `{"state": "running", "limit": 10}`, each only when given.
-    var params: JSONValue {
-        var params: [String: JSONValue] = [:]
-        if let state { params["state"] = .string(state.rawValue) }
-        if let limit { params["limit"] = .int(Int64(limit)) }
-        return .object(params)
-    }
+    func params() throws -> JSONValue { try JSONValue(encoding: ListParams(state: state, limit: limit)) }
 
     func run() throws {
         let client = try global.connect()
         if json {
             // Copied from the socket as it arrives: 100,000 jobs are never decoded here.
-            let outcome = try client.callStreamingResult(method: RPCMethod.transferList.rawValue, params: params) {
+            let outcome = try client.callStreamingResult(method: RPCMethod.transferList.rawValue, params: try params())
+            {
                 Console.write(bytes: $0, to: .stdout)
             }
             switch outcome {
@@ -50,10 +46,8 @@ struct ListCommand: ParsableCommand {
             }
             return
         }
-        let result = try client.call(method: RPCMethod.transferList.rawValue, params: params)
-        // The daemon applies the limit; applying it here too costs nothing.
-        let jobs = try result.decode(as: [JobSnapshot].self).prefix(limit ?? Int.max)
-        let lines = JobTable.lines(Array(jobs))
+        let result = try client.call(method: RPCMethod.transferList.rawValue, params: try params())
+        let lines = JobTable.lines(try result.decode(as: [JobSnapshot].self))  // the daemon applied the limit
         if lines.isEmpty {
             Console.out(state.map { "No \($0.rawValue) jobs." } ?? "No jobs.")
         } else {

@@ -48,25 +48,10 @@ struct WatchCommand: ParsableCommand {
                 _ = Glibc.write(1, &newline, 1)
                 _exit(130)
             }
-            let view = QueueView(stream: .stdout)
-            do {
-                _ = try follower.follow { view.update($0.jobs, gone: $0.gone) }
-            } catch {
-                view.abandon()
-                throw error
-            }
-            view.finish(follower.jobs, gone: follower.gone)
-            if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
-            return
+            try follower.follow(drawingOn: QueueView(stream: .stdout))
+        } else {
+            try follower.follow(drawingOn: ProgressRenderer(stream: .stdout))
         }
-        let renderer = ProgressRenderer(stream: .stdout)
-        do {
-            _ = try follower.follow { renderer.update($0.jobs, gone: $0.gone) }
-        } catch {
-            renderer.abandon()
-            throw error
-        }
-        renderer.finish(follower.jobs, gone: follower.gone)
         if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
     }
 }

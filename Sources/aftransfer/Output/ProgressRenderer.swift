@@ -124,11 +124,7 @@ final class ProgressRenderer {
         }
         if jobs.count > lines.count { lines.append("… and \(jobs.count - lines.count) more") }
 
-        var text = "\r"
-        if drawnLines > 1 { text += "\u{1B}[\(drawnLines - 1)A" }
-        text += lines.map { Self.truncate($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
-        if lines.count < drawnLines { text += "\u{1B}[J" }
-        write(text)
+        write(Self.redraw(lines.map { Self.truncate($0, to: columns) }, over: drawnLines))
         drawnLines = lines.count
     }
 
@@ -143,10 +139,7 @@ final class ProgressRenderer {
             if let fraction = JobText.fraction(job) {
                 let free = columns - head.count - stats.count - min(name.count, 22) - 2
                 let width = min(max(free, 10), 40)
-                let filled = Int((min(max(fraction, 0), 1) * Double(width)).rounded(.down))
-                var bar = String(repeating: "=", count: filled)
-                if filled < width { bar += ">" + String(repeating: " ", count: width - filled - 1) }
-                return head + "[" + bar + "]" + stats + name
+                return head + "[" + Self.bar(fraction, width: width) + "]" + stats + name
             }
             return head + "running " + stats + name
         default:
@@ -194,9 +187,28 @@ final class ProgressRenderer {
         }
     }
 
-    private static func truncate(_ line: String, to columns: Int) -> String {
+    /// `line`, cut to `columns` characters with `…` when longer.
+    static func truncate(_ line: String, to columns: Int) -> String {
         guard line.count > columns else { return line }
         return String(line.prefix(max(columns - 1, 0))) + "…"
+    }
+
+    /// The filling of a bar `width` characters wide: `=====>    `.
+    static func bar(_ fraction: Double, width: Int) -> String {
+        let filled = Int((min(max(fraction, 0), 1) * Double(width)).rounded(.down))
+        var bar = String(repeating: "=", count: filled)
+        if filled < width { bar += ">" + String(repeating: " ", count: width - filled - 1) }
+        return bar
+    }
+
+    /// The text that draws `lines` in place of the `drawn` lines drawn before (cursor up, each
+    /// line cleared to its end, what is left below cleared).
+    static func redraw(_ lines: [String], over drawn: Int) -> String {
+        var text = "\r"
+        if drawn > 1 { text += "\u{1B}[\(drawn - 1)A" }
+        text += lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
+        if lines.count < drawn { text += "\u{1B}[J" }
+        return text
     }
 
     /// Monotonic seconds (`CLOCK_MONOTONIC`).

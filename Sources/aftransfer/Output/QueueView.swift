@@ -43,11 +43,7 @@ final class QueueView {
         lastDraw = now
         let size = terminalSize()
         let lines = Self.screen(jobs, gone: gone, columns: size.columns ?? 80, rows: size.rows ?? 25)
-        var text = "\r"
-        if drawnLines > 1 { text += "\u{1B}[\(drawnLines - 1)A" }
-        text += lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
-        if lines.count < drawnLines { text += "\u{1B}[J" }
-        write(text)
+        write(ProgressRenderer.redraw(lines, over: drawnLines))
         drawnLines = lines.count
     }
 
@@ -77,9 +73,11 @@ final class QueueView {
             let jobRoom = room - 1
             let shown = open.count > jobRoom ? max(jobRoom - 1, 0) : open.count
             lines = open.prefix(shown).map { jobLine($0, columns: width) }
-            if open.count > shown { lines.append(fit("… and \(open.count - shown) more", width)) }
+            if open.count > shown {
+                lines.append(ProgressRenderer.truncate("… and \(open.count - shown) more", to: width))
+            }
         }
-        lines.append(fit(totalsLine(jobs, gone: gone), width))
+        lines.append(ProgressRenderer.truncate(totalsLine(jobs, gone: gone), to: width))
         return lines
     }
 
@@ -94,15 +92,11 @@ final class QueueView {
         let eta = job.state == .running ? "ETA " + HumanFormat.duration(job.eta) : ""
         let tail = "  " + percent + "  " + leftPad(amount, 21) + "  " + leftPad(rate, 12) + "  " + eta
         let free = columns - head.count - tail.count - 3
-        guard free >= 5 else { return fit(head + tail, columns) }
+        guard free >= 5 else { return ProgressRenderer.truncate(head + tail, to: columns) }
         let barWidth = min(free, 30)
         var bar = String(repeating: " ", count: barWidth)
-        if let fraction = JobText.fraction(job) {
-            let filled = Int((min(max(fraction, 0), 1) * Double(barWidth)).rounded(.down))
-            bar = String(repeating: "=", count: filled)
-            if filled < barWidth { bar += ">" + String(repeating: " ", count: barWidth - filled - 1) }
-        }
-        return fit(head + " [" + bar + "]" + tail, columns)
+        if let fraction = JobText.fraction(job) { bar = ProgressRenderer.bar(fraction, width: barWidth) }
+        return ProgressRenderer.truncate(head + " [" + bar + "]" + tail, to: columns)
     }
 
     /// `Total: 12 jobs: 3 running, 8 queued, 1 done  1.2 GiB/3.4 GiB  8.8 MiB/s  ETA 4m12s`.
@@ -139,7 +133,4 @@ final class QueueView {
         text.count <= width ? text : String(text.prefix(width - 1)) + "…"
     }
 
-    private static func fit(_ line: String, _ columns: Int) -> String {
-        line.count <= columns ? line : String(line.prefix(max(columns - 1, 0))) + "…"
-    }
 }

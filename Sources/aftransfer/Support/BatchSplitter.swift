@@ -8,7 +8,7 @@ struct BatchSplitter {
     /// The longest line the CLI sends: the daemon refuses lines over 1 MiB; this leaves a margin.
     static let defaultMaximumLineLength = 900 * 1024
     /// The method that queues many requests at once.
-    static let method = "transfer.addMany"
+    static let method = RPCMethod.transferAddMany.rawValue
 
     /// How the requests are sent.
     enum Plan: Equatable {

@@ -148,3 +148,17 @@ final class JobFollower {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
+
+extension JobFollower {
+    /// Follows the jobs to their ends (``follow(timeout:onUpdate:)``), drawing them on `view`,
+    /// and finishes the view; when following fails, the view is abandoned and the error thrown.
+    func follow(drawingOn view: JobsView) throws {
+        do {
+            _ = try follow { view.update($0.jobs, gone: $0.gone, force: false) }
+        } catch {
+            view.abandon()
+            throw error
+        }
+        view.finish(jobs, gone: gone)
+    }
+}

@@ -43,6 +43,7 @@ struct Submission {
             options.wait
             && (try? client.call(method: RPCMethod.eventsSubscribe.rawValue, params: .some(.object([:])))) != nil
         let added: [JSONValue]
+        let ids: [Int64]
         do {
             if isList && !options.json && !options.wait {
                 // Only the ids are printed: read them as the result arrives, without decoding it.
@@ -51,16 +52,17 @@ struct Submission {
                 return
             }
             if isList {
-                added = try addMany(client: client, idsOnly: false).jobs
+                (added, ids) = try addMany(client: client, idsOnly: false).both
             } else {
                 // `.some`: the untyped call, not the generic one that would re-encode the result.
                 let params = try JSONValue(encoding: items[0].request)
                 added = [try client.call(method: RPCMethod.transferAdd.rawValue, params: .some(params))]
+                ids = try Self.ids(of: added)
             }
         } catch let error as RPCError {
             throw CLIFailure(error.exitStatus, Self.prefix(origin(of: error)) + error.message)
         }
-        if !options.json { Console.out(try Self.ids(of: added).map(String.init).joined(separator: "\n")) }
+        if !options.json { Console.out(ids.map(String.init).joined(separator: "\n")) }
         if !options.wait {
             if options.json { try JSONOutput.print(isList ? .array(added) : added[0]) }
             return
@@ -69,14 +71,7 @@ struct Submission {
         // Decoded once as a whole: one decoder for thousands of jobs, not one each.
         let jobs = try JSONValue.array(added).decode(as: [JobSnapshot].self)
         let follower = JobFollower(client: client, jobs: jobs, subscribed: subscribed)
-        let renderer = ProgressRenderer(stream: .stderr, showNames: jobs.count > 1)
-        do {
-            _ = try follower.follow { renderer.update($0.jobs, gone: $0.gone) }
-        } catch {
-            renderer.abandon()
-            throw error
-        }
-        renderer.finish(follower.jobs, gone: follower.gone)
+        try follower.follow(drawingOn: ProgressRenderer(stream: .stderr, showNames: jobs.count > 1))
         if options.json {
             // The daemon's own objects, so that every field it sends reaches the script.
             let finalObjects = try follower.jobs.map { job in
@@ -96,6 +91,7 @@ struct Submission {
     private struct Added {
         var jobs: [JSONValue] = []
         var ids: [Int64] = []
+        var both: ([JSONValue], [Int64]) { (jobs, ids) }
     }
 
     private func addMany(client: RPCClient, idsOnly: Bool) throws -> Added {
