@@ -205,6 +205,13 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
 # files
 
 
+def warm(path: str) -> None:
+    """Reads a file once, so that it is in the page cache before anything is timed."""
+    with open(path, "rb", buffering=0) as f:
+        while f.read(8 * MIB):
+            pass
+
+
 def sha256_of(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb", buffering=0) as f:
@@ -454,9 +461,7 @@ class Bench:
         self.url = f"{self.base}/bench.bin"
         # warm-up: the source in the page cache (it cannot be dropped), nginx's first request done
         print("== warm-up read of the source and one request", flush=True)
-        with open(self.src, "rb", buffering=0) as f:
-            while f.read(8 * MIB):
-                pass
+        warm(self.src)
         subprocess.run(["curl", "-s", "-o", "/dev/null", self.url], check=True)
 
     # -- downloads
@@ -464,29 +469,30 @@ class Bench:
     def download_runs(self) -> None:
         out = f"{self.out_dir}/bench.bin"
         tools = [
-            ("curl", lambda: timed(["curl", "-s", "-o", out, self.url])),
+            ("curl", lambda i: timed(["curl", "-s", "-o", out, self.url])),
             # a reference, not a competitor: curl plus the fdatasync aftransfer owes its crash safety
-            ("curl + fdatasync (ref)", lambda: timed(
+            ("curl + fdatasync (ref)", lambda i: timed(
                 ["sh", "-c", 'curl -s -o "$0" "$1" && exec sync -d "$0"', out, self.url])),
-            ("aria2c -x1 -s1", lambda: timed(
+            ("aria2c -x1 -s1", lambda i: timed(
                 ["aria2c", "-x1", "-s1", "--file-allocation=none", "-d", self.out_dir, "-o", "bench.bin",
                  self.url])),
-            ("aria2c -x4 -s4", lambda: timed(
+            ("aria2c -x4 -s4", lambda i: timed(
                 ["aria2c", "-x4", "-s4", "--file-allocation=none", "-d", self.out_dir, "-o", "bench.bin",
                  self.url])),
-            ("aftransfer", None),
+            ("aftransfer", lambda i: self.aftransfer_download(i, out)),
         ]
         print(f"== downloads: {self.runs} runs each, {self.url}", flush=True)
-        # interleaved (curl, aria2c, aftransfer, curl, ...) so a slow phase of the machine hits all
-        for i in range(self.runs):
+        self.interleave(tools, self.runs, out)
+
+    def interleave(self, tools, runs: int, out: str) -> None:
+        """Runs each tool (name, fn(i) -> result) `runs` times, interleaved (curl, aria2c,
+        aftransfer, curl, ...) so a slow phase of the machine hits all; checks and records each."""
+        for i in range(runs):
             for name, fn in tools:
                 remove(out)
                 remove(out + ".aria2")
                 os.sync()
-                if fn is not None:
-                    r = fn()
-                else:
-                    r = self.aftransfer_download(i, out)
+                r = fn(i)
                 if r is None:
                     continue
                 if r["rc"] != 0:
@@ -525,19 +531,7 @@ class Bench:
             ("limited: aftransfer -x 8", lambda i: self.aftransfer_download(i, out, url, ("-x", "8"), "seg")),
         ]
         print(f"== segmented: {runs} runs each, {url} (limit_rate 20m per connection)", flush=True)
-        for i in range(runs):
-            for name, fn in tools:
-                remove(out)
-                remove(out + ".aria2")
-                os.sync()
-                r = fn(i)
-                if r["rc"] != 0:
-                    self.fail(f"{name} run {i + 1}: exit status {r['rc']}")
-                    continue
-                self.say(name, i, r)
-                if self.check_file(name, out):
-                    self.record(name, r)
-                remove(out)
+        self.interleave(tools, runs, out)
 
     def segmented_report(self) -> None:
         print()
@@ -727,8 +721,7 @@ class Bench:
         for i in range(n):
             path = f"{out}/{self.small_name(i)}"
             try:
-                with open(path, "rb") as f:
-                    got = hashlib.sha256(f.read()).hexdigest()
+                got = sha256_of(path)
             except FileNotFoundError:
                 bad.append(f"{self.small_name(i)} missing")
                 continue
@@ -1154,9 +1147,7 @@ def resumable_case(bench: Bench) -> None:
     src = f"{work}/upload.bin"
     print(f"== resumable: generating {size // MIB} MiB", flush=True)
     want = generate(src, size)
-    with open(src, "rb", buffering=0) as f:
-        while f.read(8 * MIB):
-            pass
+    warm(src)
     server_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "resumableserver",
                              "ietfserver.py")
     port = free_port()
