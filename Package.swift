@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 "CCurl", "CUV", "COpenSSL",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),

@@ -109,7 +109,7 @@ public final class JobStore {
         try db.write { db in
             let statement = try db.cachedStatement(sql: Self.insertSQL(into: "main.job", extra: nil))
             for i in records.indices {
-                try statement.execute(arguments: StatementArguments(try insertValues(records[i])))
+                try statement.run(try insertValues(records[i]))
                 records[i].id = db.lastInsertedRowID
             }
         }
@@ -165,7 +165,7 @@ public final class JobStore {
         try db.write { db in
             let statement = try db.cachedStatement(sql: Self.insertSQL(into: "temp.staged_job", extra: "batchKey"))
             for r in records {
-                try statement.execute(arguments: StatementArguments(try insertValues(r) + [key.databaseValue]))
+                try statement.run(try insertValues(r) + [key.databaseValue])
             }
         }
     }
@@ -239,8 +239,7 @@ public final class JobStore {
                 set("updatedAt", now)
                 let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
                 values.append(id.databaseValue)
-                let statement = try db.cachedStatement(sql: sql)
-                try statement.execute(arguments: StatementArguments(values))
+                try db.cachedStatement(sql: sql).run(values)
             }
             if !batch.attempts.isEmpty {
                 let statement = try db.cachedStatement(
@@ -249,10 +248,12 @@ public final class JobStore {
                             nameLookup, connect, tls, firstByte, total, error)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
+                func v<T: DatabaseValueConvertible>(_ value: T?) -> DatabaseValue { value?.databaseValue ?? .null }
                 for (key, a) in batch.attempts {
-                    try statement.execute(arguments: [
-                        key.jobId, key.seq, a.attempt, a.startedAt, a.endedAt, a.httpStatus, a.bytes, a.nameLookup,
-                        a.connect, a.tls, a.firstByte, a.total, try json(a.error),
+                    try statement.run([
+                        v(key.jobId), v(key.seq), v(a.attempt), v(a.startedAt), v(a.endedAt), v(a.httpStatus),
+                        v(a.bytes), v(a.nameLookup), v(a.connect), v(a.tls), v(a.firstByte), v(a.total),
+                        v(try json(a.error)),
                     ])
                 }
             }
@@ -260,8 +261,8 @@ public final class JobStore {
                 let attempts = try db.cachedStatement(sql: "DELETE FROM attempt WHERE jobId = ?")
                 let jobs = try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?")
                 for id in batch.deletions {
-                    try attempts.execute(arguments: [id])
-                    try jobs.execute(arguments: [id])
+                    try attempts.run([id.databaseValue])
+                    try jobs.run([id.databaseValue])
                 }
             }
         }
