@@ -38,6 +38,22 @@ static inline int aft_start_writeback(int fd, long long offset, long long len) {
     return (int)syscall(SYS_sync_file_range, fd, offset, len, 2 /* SYNC_FILE_RANGE_WRITE */);
 }
 
+/// Renames `from` to `to` unless `to` exists: renameat2(2) with RENAME_NOREPLACE, one atomic
+/// call in place of a look and a rename, through syscall(2) (the wrapper needs _GNU_SOURCE).
+/// A file system without the flag (EINVAL) gets a look (lstat) and a plain rename. 0 or -1
+/// (errno set; EEXIST when `to` exists).
+#include <fcntl.h>
+#include <stdio.h>
+#include <errno.h>
+#include <sys/stat.h>
+static inline int aft_rename_noreplace(const char *from, const char *to) {
+    long rc = syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */);
+    if (rc == 0 || errno != EINVAL) return (int)rc;
+    struct stat st;
+    if (lstat(to, &st) == 0) { errno = EEXIST; return -1; }
+    return rename(from, to);
+}
+
 /// Moves the calling thread (only it) into the network namespace open at `fd` (setns(2) with
 /// CLONE_NEWNET); 0, or -1 with errno set. Declared here because Swift's Glibc hides setns.
 extern int setns(int fd, int nstype);

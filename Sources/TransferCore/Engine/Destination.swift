@@ -1,3 +1,4 @@
+import CUV
 import Foundation
 
 /// A file the daemon writes for the user: a download's target, or an upload's `--response`
@@ -80,33 +81,49 @@ struct Destination {
         if holder != nil {
             return TransferError(.destinationExists, "another job downloads to \(path)", retryable: false)
         }
-        if !replace && FileManager.default.fileExists(atPath: path) {
+        var st = stat()
+        if !replace && stat(path, &st) == 0 {
             return TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
         }
         return nil
     }
 
-    /// Moves a verified, synced part into place, then makes the rename durable with a
-    /// (coalesced) fsync of the directory; `done(nil)` when both are done.
+    /// Moves a verified, synced part into place and makes the rename durable with a (coalesced)
+    /// fsync of the directory; `done(nil)` when both are done. Both run in one work item on
+    /// libuv's pool: the rename is refused atomically when the destination exists (or is a
+    /// directory) and may not be replaced (`renameat2`, one call in place of a look and a rename
+    /// on the loop), then ``DirectorySyncer/syncAfterRename(_:)`` shares the directory's fsync.
     /// The caller has already recorded that the job is finalizing (bookkeeping before the rename
     /// is what lets recovery recognize a rename that a crash interrupted).
     func moveIntoPlace(
         from part: String, replace: Bool, syncer: DirectorySyncer, _ done: @escaping (TransferError?) -> Void
     ) {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !replace || isDir.boolValue {
-            done(TransferError(.destinationExists, "\(path) exists", retryable: false))
-            return
-        }
-        if rename(part, path) != 0 {
-            done(FileErrors.error(errno, "cannot move \(part) into \(path)"))
-            return
-        }
-        syncer.sync(directory) { ok in
-            // The file is in place either way; a failed directory fsync only weakens power-loss
-            // durability, which the log says.
-            if !ok { Log.info("cannot fsync \(directory) after a rename") }
-            done(nil)
+        let path = self.path
+        let directory = self.directory
+        WorkPool.run(
+            syncer.loop,
+            {
+                let rc = replace ? Glibc.rename(part, path) : aft_rename_noreplace(part, path)
+                if rc != 0 { return errno }
+                return syncer.syncAfterRename(directory) == 0 ? 0 : Self.renamedButNotSynced
+            }
+        ) { e in
+            switch e {
+            case 0:
+                done(nil)
+            case Self.renamedButNotSynced:
+                // The file is in place; a failed directory fsync only weakens power-loss
+                // durability, which the log says.
+                Log.info("cannot fsync \(directory) after a rename")
+                done(nil)
+            case EEXIST, EISDIR, ENOTEMPTY:
+                done(TransferError(.destinationExists, "\(path) exists", retryable: false))
+            default:
+                done(FileErrors.error(e, "cannot move \(part) into \(path)"))
+            }
         }
     }
+
+    /// The work item's result when the rename succeeded and the directory's fsync did not.
+    private static let renamedButNotSynced: Int32 = -1
 }

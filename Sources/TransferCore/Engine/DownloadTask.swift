@@ -5,13 +5,25 @@ import Foundation
 /// place (SPEC "Downloads"). The part is created with the first body byte, so a failure before
 /// any (a 404, a refused redirect) leaves nothing behind.
 ///
+/// A fresh download's first ``heldBodyLimit`` bytes are held in memory: a body that ends within
+/// them (a small file) is created, written, synced and closed in one work item on libuv's pool,
+/// so the loop spends no system call on the file. A longer body, or a checkpoint, writes the
+/// held bytes to the part and goes on as usual (nothing is held after that).
+///
 /// With `--connections N` > 1 the download may be segmented (SPEC "Segmented downloads", the
 /// `Segments` section below): the first request (this task's own hop) is `Range: bytes=0-`; once
 /// its `206` shows a size of at least 2 MiB and a strong validator, a ``SegmentPlan`` splits the
 /// file, the first request keeps the first segment and ``SegmentConnection``s fetch the others
 /// into the same part at their offsets. Loop-thread only.
 final class DownloadTask: TransferTask {
+    /// Bytes of a fresh download held before its part is created (see the type's documentation).
+    static let heldBodyLimit = 256 << 10
+
     private var part: PartFile?
+    /// The body so far, held while no part is open (nil when nothing is held).
+    private var held: [UInt8]?
+    /// The attempt was cancelled (or the job removed): its part is to be gone.
+    private var discarded = false
     /// The part's path once the destination is known.
     private var partPath: String?
     /// The digest of the part, computed off the loop (nil until the part is open).
@@ -107,8 +119,11 @@ final class DownloadTask: TransferTask {
 
     /// Checks (or creates) the directory and opens an existing part; `offset` is its size.
     private func openExistingPart(for dest: Destination) throws {
-        try Destination.ensureDirectory(
-            dest.directory, create: record.request.createDirs == true, mode: engine.config.directoryMode)
+        // A missing directory without `--create-dirs` is found when the part is created
+        // (``openPart(_:)``): one look fewer a job.
+        if record.request.createDirs == true {
+            try Destination.ensureDirectory(dest.directory, create: true, mode: engine.config.directoryMode)
+        }
         partPath = dest.partPath
         offset = 0
         part = nil
@@ -116,14 +131,23 @@ final class DownloadTask: TransferTask {
         hasher = nil
         var st = stat()
         guard stat(dest.partPath, &st) == 0 else { return }
-        try openPart(dest.partPath)
+        try openPart(dest.partPath, fresh: false)
     }
 
-    /// Opens (creating) the part and a hasher reading it back.
-    private func openPart(_ path: String) throws {
-        let p = try PartFile(loop: engine.loop, path: path, mode: engine.config.fileMode)
+    /// Opens (creating) the part and a hasher of it. `fresh`: the download writes from byte 0, so
+    /// whatever the file held is cut away (a stale part of another download is never spliced).
+    private func openPart(_ path: String, fresh: Bool = true) throws {
+        let p: PartFile
+        do {
+            p = try PartFile(loop: engine.loop, path: path, mode: engine.config.fileMode, truncate: fresh)
+        } catch let e as TransferError where e.code == .destinationMissingDir {
+            // The directory's own error (`destination_missing_dir`, naming `--create-dirs`).
+            try Destination.ensureDirectory(
+                (path as NSString).deletingLastPathComponent, create: false, mode: engine.config.directoryMode)
+            throw e
+        }
         part = p
-        offset = p.size()
+        offset = fresh ? 0 : p.size()
         hasher?.close()
         hasher = RangeHasher(loop: engine.loop, path: path)
     }
@@ -210,7 +234,9 @@ final class DownloadTask: TransferTask {
     static func lacksSpace(for total: Int64?, from offset: Int64, partPath: String?) -> TransferError? {
         guard let total, let partPath, total > offset else { return nil }
         let needed = total - offset
-        guard let free = DiskSpace.available(at: partPath), free < needed else { return nil }
+        // The part's directory: the part itself may not exist yet (one statvfs, not two).
+        let dir = (partPath as NSString).deletingLastPathComponent
+        guard let free = DiskSpace.available(at: dir.isEmpty ? partPath : dir), free < needed else { return nil }
         return TransferError(
             .diskFull,
             "\(DiskSpace.describe(needed)) to write, \(DiskSpace.describe(free)) free for \(partPath)", retryable: true)
@@ -248,14 +274,16 @@ final class DownloadTask: TransferTask {
             var p = JobPatch()
             p.destination = .some(dest.path)
             write(p)
-            try openExistingPart(for: dest)
-            if offset > 0 {
-                // A stale part of another download: never splice.
-                _ = part?.truncate(to: 0)
-                offset = 0
-                hasher?.close()
-                hasher = part.map { RangeHasher(loop: engine.loop, path: $0.path) }
+            if record.request.createDirs == true {
+                try Destination.ensureDirectory(dest.directory, create: true, mode: engine.config.directoryMode)
             }
+            // A part already there is a stale one of another download: never spliced, cut to
+            // nothing when the first byte creates ours (no look at it before).
+            partPath = dest.partPath
+            part = nil
+            offset = 0
+            hasher?.close()
+            hasher = nil
             bytes = 0
             Log.info("destination \(dest.path)", job: jobId)
             return true
@@ -302,7 +330,18 @@ final class DownloadTask: TransferTask {
                 abortError = TransferError(.io, "no destination to write to", retryable: false)
                 return .abort
             }
-            do { try openPart(path) } catch {
+            if plan == nil, bytes == Int64(held?.count ?? 0), (held?.count ?? 0) + data.count <= Self.heldBodyLimit {
+                if hasher == nil { hasher = RangeHasher(loop: engine.loop, path: path) }
+                var body = held ?? []
+                held = nil  // appended to in place, not copied
+                body.append(contentsOf: data)
+                held = body
+                let at = bytes
+                progressed(to: bytes + Int64(data.count))
+                hasher?.wrote(data, at: at)
+                return .accept
+            }
+            do { try writeHeldToPart() } catch {
                 abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
                 return .abort
             }
@@ -313,13 +352,20 @@ final class DownloadTask: TransferTask {
             abortError = FileErrors.error(rc, "cannot write \(part.path)")
             return .abort
         }
+        let at = bytes
         progressed(to: bytes + Int64(data.count))
-        hasher?.advance(to: bytes)
+        hasher?.wrote(data, at: at)
         return .accept
     }
 
     /// Makes the bytes so far durable, then records the offset (bytes before bookkeeping).
     func checkpoint(then: (() -> Void)? = nil) {
+        if held != nil {
+            do { try writeHeldToPart() } catch {
+                then?()  // the held bytes are lost with the attempt: the next one starts over
+                return
+            }
+        }
         guard let part else {
             then?()
             return
@@ -367,11 +413,9 @@ final class DownloadTask: TransferTask {
             return
         }
         if part == nil {
-            // An empty body: the (empty) file is created now.
-            do { try openPart(path) } catch {
-                complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: false))
-                return
-            }
+            // The whole body is held (or empty): created, written and synced in one work item.
+            finishHeld(path: path, dest: dest, report: report)
+            return
         }
         guard let part else { return }
         let size = bytes
@@ -396,7 +440,67 @@ final class DownloadTask: TransferTask {
                             retryAfter: nil))
                     return
                 }
-                self.verified(part: part, dest: Destination(path: dest), size: size, digest: digest, report: report)
+                self.verified(
+                    partPath: part.path, dest: Destination(path: dest), size: size, digest: digest, report: report)
+            }
+        }
+    }
+
+    /// Creates the part (cut to nothing), writes the held bytes at its start and drops them:
+    /// from here on the body goes to the part.
+    private func writeHeldToPart() throws {
+        guard let path = partPath else { return }
+        let bytes = held ?? []
+        held = nil
+        let kept = hasher  // the held bytes are hashed already
+        hasher = nil
+        try openPart(path)
+        if let kept {
+            hasher?.close()
+            hasher = kept
+        }
+        guard !bytes.isEmpty, let part else { return }
+        let rc = bytes.withUnsafeBytes { part.append($0.baseAddress!, $0.count, at: 0) }
+        if rc != 0 { throw FileErrors.error(rc, "cannot write \(part.path)") }
+    }
+
+    /// The end of a download whose body is all held: the part is written whole on the pool, then
+    /// the attempt goes on as if it had been synced (bytes before bookkeeping).
+    private func finishHeld(path: String, dest: String, report: @escaping (AttemptOutcome) -> Void) {
+        let bytes = held ?? []
+        held = nil
+        let size = self.bytes
+        let gen = engine.checkpointer.generation(jobId)
+        let hasher = self.hasher ?? RangeHasher(loop: engine.loop, path: path)
+        self.hasher = hasher
+        PartFile.writeWhole(loop: engine.loop, path: path, bytes: bytes, mode: engine.config.fileMode) { e in
+            guard self.phase != .ended else {
+                if self.discarded { unlink(path) }  // removed meanwhile: nothing may be left behind
+                return
+            }
+            guard e == 0 else {
+                var error = FileErrors.error(e, "cannot write \(path)")
+                if error.code == .destinationMissingDir {
+                    // The directory's own error (`destination_missing_dir`, naming `--create-dirs`).
+                    do {
+                        try Destination.ensureDirectory(
+                            (path as NSString).deletingLastPathComponent, create: false,
+                            mode: self.engine.config.directoryMode)
+                    } catch let e as TransferError { error = e } catch {}
+                }
+                report(.failed(error, retryAfter: nil))
+                return
+            }
+            self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
+            hasher.finish(at: size) { digest in
+                guard let digest else {
+                    report(
+                        .failed(
+                            TransferError(.io, "cannot read back \(path) to hash it", retryable: true), retryAfter: nil)
+                    )
+                    return
+                }
+                self.verified(partPath: path, dest: Destination(path: dest), size: size, digest: digest, report: report)
             }
         }
     }
@@ -405,11 +509,11 @@ final class DownloadTask: TransferTask {
     /// the part into place (SPEC: the row before the rename, so recovery recognizes a rename a
     /// crash interrupted).
     private func verified(
-        part: PartFile, dest: Destination, size: Int64, digest: String, report: @escaping (AttemptOutcome) -> Void
+        partPath: String, dest: Destination, size: Int64, digest: String, report: @escaping (AttemptOutcome) -> Void
     ) {
         guard phase != .ended else { return }
         if let want = record.request.sha256, want.lowercased() != digest {
-            unlink(part.path)
+            unlink(partPath)
             write(engine.checkpointer.discard(jobId))
             report(
                 .failed(
@@ -426,7 +530,7 @@ final class DownloadTask: TransferTask {
         engine.afterCommit {
             guard self.phase != .ended else { return }
             dest.moveIntoPlace(
-                from: part.path, replace: self.record.request.replace == true, syncer: self.engine.directorySyncer
+                from: partPath, replace: self.record.request.replace == true, syncer: self.engine.directorySyncer
             ) { error in
                 guard let error else {
                     report(.completed(sha256: digest))
@@ -460,6 +564,8 @@ final class DownloadTask: TransferTask {
 
     override func stopped(_ reason: StopReason, then: @escaping () -> Void) {
         if reason == .cancel {
+            discarded = true
+            held = nil
             hasher?.close()
             if let partPath { unlink(partPath) }
             part?.close()
@@ -472,6 +578,7 @@ final class DownloadTask: TransferTask {
 
     /// Synchronous checkpoint for shutdown: fdatasync on the loop, then the row.
     override func checkpointNow() {
+        if held != nil { try? writeHeldToPart() }
         guard let part else { return }
         if let offsets = plan?.fetchOffsets {
             if fdatasync(part.fd) == 0 { recordSegments(offsets) }
@@ -491,9 +598,9 @@ final class DownloadTask: TransferTask {
     /// The first response (`206` to `bytes=0-`) allows segments: split the file and start the
     /// further connections (after this callback).
     private func beginSegments() {
-        guard let t = total, t >= SegmentPlan.minimumSize, ifRangeValue != nil, let path = partPath else { return }
+        guard let t = total, t >= SegmentPlan.minimumSize, ifRangeValue != nil, partPath != nil else { return }
         if part == nil {
-            do { try openPart(path) } catch {
+            do { try writeHeldToPart() } catch {
                 abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
                 return
             }

@@ -10,6 +10,9 @@ public final class PartFile {
     /// The path of the file.
     public let path: String
     private let loop: EventLoop
+    /// The user's mode, given to the file by its first sync (the daemon's umask is 077), so it
+    /// has it before it is moved into place.
+    private var mode: mode_t?
     private var inFlight = false
     private var waiters: [(Bool) -> Void] = []
     private var closeRequested = false
@@ -26,17 +29,48 @@ public final class PartFile {
     /// Dirty bytes after which their writeback is started (``startWriteback()``).
     public static let writeBehindBytes = 16 << 20
 
-    /// Opens (creating) `path` for writing without truncating it.
-    public init(loop: EventLoop, path: String, mode: mode_t) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode)
+    /// Opens (creating) `path` for writing; its bytes are kept unless `truncate`.
+    public init(loop: EventLoop, path: String, mode: mode_t, truncate: Bool = false) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), mode)
         if fd < 0 {
             throw FileErrors.error(errno, "cannot open \(path)")
         }
-        // The daemon's umask is 077; the user's files get the user's usual mode.
-        fchmod(fd, mode)
         self.fd = fd
+        self.mode = mode
         self.path = path
         self.loop = loop
+    }
+
+    /// Creates `path` (cut to nothing) holding `bytes`, with `mode`, synced and closed: one work
+    /// item on libuv's pool (a small download's whole part). A file left half written by a
+    /// failure is removed. `completion` gets 0 or an errno, on the loop thread.
+    public static func writeWhole(
+        loop: EventLoop, path: String, bytes: [UInt8], mode: mode_t, completion: @escaping (Int32) -> Void
+    ) {
+        WorkPool.run(
+            loop,
+            {
+                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+                if fd < 0 { return errno }
+                var e: Int32 = 0
+                bytes.withUnsafeBytes { buf in
+                    var done = 0
+                    while done < buf.count {
+                        let n = write(fd, buf.baseAddress! + done, buf.count - done)
+                        if n < 0 {
+                            if errno == EINTR { continue }
+                            e = errno
+                            return
+                        }
+                        done += n
+                    }
+                }
+                if e == 0 && fchmod(fd, mode) != 0 { e = errno }
+                if e == 0 && fdatasync(fd) != 0 { e = errno }
+                if Glibc.close(fd) != 0 && e == 0 { e = errno }
+                if e != 0 { unlink(path) }
+                return e
+            }, done: completion)
     }
 
     /// The file's current size.
@@ -95,7 +129,9 @@ public final class PartFile {
         inFlight = true
         let batch = waiters
         waiters = []
-        FileSync.fdatasync(loop: loop, fd: fd) { rc in
+        let mode = self.mode
+        self.mode = nil
+        FileSync.fdatasync(loop: loop, fd: fd, mode: mode) { rc in
             self.inFlight = false
             if rc < 0 { self.lastSyncErrno = -rc }
             for w in batch { w(rc == 0) }

@@ -1,15 +1,23 @@
 import Foundation
 
-/// SHA-256 of a file that grows in order (a download's part), computed on libuv's thread pool so
-/// the loop never spends its time hashing. Ranges are read back from the page cache through a
-/// read-only descriptor, one work item at a time, in order. Loop-thread only.
+/// SHA-256 of a file that grows in order (a download's part). The first ``inlineBytes`` are
+/// hashed on the loop from the buffer just written (``wrote(_:at:)``), so a small file needs no
+/// read-back; the rest is computed on libuv's thread pool so the loop never spends long hashing:
+/// ranges are read back from the page cache through a read-only descriptor, one work item at a
+/// time, in order. Loop-thread only.
 final class RangeHasher {
     /// Unhashed bytes that make it worth queuing a work item.
     static let batchBytes: Int64 = 4 << 20
+    /// Bytes of the file hashed from memory as they are written. A pool read costs a hand-off to
+    /// another thread and back and an open, read and close (more than hashing 16 KiB); past a
+    /// MiB, hashing on the pool keeps a large download's digest off the loop.
+    static let inlineBytes: Int64 = 1 << 20
 
     private let loop: EventLoop
     private let digest = Sha256()
-    private let fd: Int32
+    private let path: String
+    /// The read-only descriptor, opened for the first read back (-1 until then).
+    private var fd: Int32 = -1
     /// Bytes fed to the digest so far.
     private(set) var hashedTo: Int64 = 0
     /// The end of the file as known to the writer.
@@ -19,14 +27,25 @@ final class RangeHasher {
     private var closed = false
     private var waiters: [(end: Int64, done: (Bool) -> Void)] = []
 
-    /// Opens `path` for reading; a failure to open shows as a failed digest.
+    /// A hasher of the file at `path`, which is opened for reading when bytes must be read back;
+    /// a failure to open it then shows as a failed digest.
     init(loop: EventLoop, path: String) {
         self.loop = loop
-        fd = open(path, O_RDONLY | O_CLOEXEC)
-        failed = fd < 0
+        self.path = path
     }
 
     deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// The writer wrote `data` at `offset`: hashed now, from memory, when it continues the digest
+    /// and ends within ``inlineBytes``; otherwise read back later (``advance(to:)``).
+    func wrote(_ data: UnsafeRawBufferPointer, at offset: Int64) {
+        let end = offset + Int64(data.count)
+        if !inFlight, !failed, !closed, offset == hashedTo, end <= Self.inlineBytes, let base = data.baseAddress {
+            digest.update(base, data.count)
+            hashedTo = end
+        }
+        advance(to: end)
+    }
 
     /// The writer has written up to `end`; hashes in the background once enough has piled up.
     func advance(to end: Int64) {
@@ -62,6 +81,16 @@ final class RangeHasher {
 
     private func pump() {
         guard !inFlight, !closed, !failed, knownEnd > hashedTo else { return }
+        if fd < 0 {
+            fd = open(path, O_RDONLY | O_CLOEXEC)
+            if fd < 0 {
+                failed = true
+                let ready = waiters
+                waiters = []
+                for w in ready { w.done(false) }
+                return
+            }
+        }
         inFlight = true
         let start = hashedTo
         let end = knownEnd

@@ -1,33 +1,84 @@
 import Foundation
 
-/// fsyncs directories after renames into them, on libuv's pool, coalesced: every rename made
-/// into a directory before its fsync starts is covered by that one fsync, and a request made
-/// while one runs waits for the next. Loop-thread only.
-public final class DirectorySyncer {
-    private let loop: EventLoop
-    private var inFlight: Set<String> = []
-    private var waiting: [String: [(Bool) -> Void]] = [:]
-    /// How many fsyncs ran (for tests and the log).
-    public private(set) var syncCount = 0
-
-    /// Creates a syncer on `loop`.
-    public init(loop: EventLoop) { self.loop = loop }
-
-    /// Makes every rename into `directory` made so far durable; `done(ok)` on the loop thread.
-    public func sync(_ directory: String, _ done: @escaping (Bool) -> Void) {
-        waiting[directory, default: []].append(done)
-        if !inFlight.contains(directory) { start(directory) }
+/// fsyncs directories after renames into them, coalesced (group commit): called on a pool thread
+/// right after its rename, ``syncAfterRename(_:)`` returns once an fsync of the directory that
+/// started after that rename has finished. One fsync covers every rename made into the directory
+/// before it started; a thread whose rename came in while one ran waits for it, then runs the next
+/// one unless another thread already does. So a burst of small files into one directory costs a
+/// few directory fsyncs, not one each, and the rename and its fsync are one work item (one trip
+/// through the pool and back to the loop, not two).
+public final class DirectorySyncer: @unchecked Sendable {
+    /// One directory's renames and fsyncs (guarded by `condition`).
+    private struct Directory {
+        /// Renames made into it so far (a thread's rename is its ticket).
+        var renames: UInt64 = 0
+        /// Renames covered by the last fsync that finished.
+        var synced: UInt64 = 0
+        /// The result of that fsync (0 or an errno).
+        var result: Int32 = 0
+        var syncing = false
+        /// Threads waiting for an fsync (the entry is kept while any does).
+        var waiting = 0
     }
 
-    private func start(_ directory: String) {
-        guard let batch = waiting.removeValue(forKey: directory), !batch.isEmpty else { return }
-        inFlight.insert(directory)
-        syncCount += 1
-        WorkPool.run(loop, { Self.fsyncDirectory(directory) }) { rc in
-            self.inFlight.remove(directory)
-            for done in batch { done(rc == 0) }
-            if self.waiting[directory] != nil { self.start(directory) }
+    /// The loop the syncer reports on.
+    let loop: EventLoop
+    /// What fsyncs a directory (``fsyncDirectory(_:)``; replaceable for tests).
+    private let fsyncer: @Sendable (String) -> Int32
+    private let condition = NSCondition()
+    private var directories: [String: Directory] = [:]
+    private var fsyncs = 0
+
+    /// Creates a syncer on `loop`; `fsyncer` does the fsync (tests pass a slow or failing one).
+    public init(loop: EventLoop, fsyncer: @escaping @Sendable (String) -> Int32 = DirectorySyncer.fsyncDirectory) {
+        self.loop = loop
+        self.fsyncer = fsyncer
+    }
+
+    /// How many directory fsyncs ran (for tests and the log).
+    public var syncCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return fsyncs
+    }
+
+    /// On a pool thread, after a rename into `directory`: makes that rename durable, sharing the
+    /// fsync with the renames around it. Returns 0 or the errno of the fsync that covered it.
+    public func syncAfterRename(_ directory: String) -> Int32 {
+        condition.lock()
+        defer { condition.unlock() }
+        directories[directory, default: Directory()].renames += 1
+        let ticket = directories[directory]!.renames
+        while true {
+            let d = directories[directory]!
+            if d.synced >= ticket {
+                forgetIfIdle(directory)
+                return d.result
+            }
+            if !d.syncing {
+                directories[directory]!.syncing = true
+                let target = d.renames  // every rename made so far, this one among them
+                fsyncs += 1
+                condition.unlock()
+                let rc = fsyncer(directory)
+                condition.lock()
+                directories[directory]!.syncing = false
+                directories[directory]!.synced = target
+                directories[directory]!.result = rc
+                condition.broadcast()
+                forgetIfIdle(directory)
+                return rc
+            }
+            directories[directory]!.waiting += 1
+            condition.wait()
+            directories[directory]!.waiting -= 1
         }
+    }
+
+    /// Drops a directory's entry once nothing is pending or waiting on it (under the lock).
+    private func forgetIfIdle(_ directory: String) {
+        guard let d = directories[directory], !d.syncing, d.waiting == 0, d.synced == d.renames else { return }
+        directories[directory] = nil
     }
 
     /// fsyncs a directory now, on the calling thread. Returns 0 or an errno.
