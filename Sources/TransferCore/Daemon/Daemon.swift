@@ -61,6 +61,8 @@ public final class Daemon {
         cfg.fileMode = 0o666 & ~userMask
         cfg.directoryMode = 0o777 & ~userMask
         signal(SIGPIPE, SIG_IGN)
+        Log.buffer()
+        defer { Log.flush() }
         inheritedListener = SocketActivation.takeListener()
         notifySocket = SocketActivation.takeNotifySocket()
         CurlMulti.globalInit()
@@ -119,8 +121,9 @@ public final class Daemon {
                 loop: loop, path: paths.socket, router: router, inheritedFD: inheritedListener)
             self.server = server
             engine.wantsEvents = { [unowned server] in server.hasSubscribers }
-            engine.onEvent = { [unowned server] kind, job in
-                server.broadcast(kind == .progress ? .transferProgress : .transferState, job: job)
+            engine.onEvents = { [unowned server] events in
+                server.broadcast(
+                    events.map { kind, job in (kind == .progress ? .transferProgress : .transferState, job) })
             }
             if config.watchNetwork {
                 do {

@@ -18,6 +18,9 @@ public struct EngineConfig: Sendable {
     public static let defaultCheckpointInterval = Checkpointer.defaultInterval
     /// libuv's pool threads: completions fdatasync, hash and fsync directories there in parallel.
     public static let poolThreads = 16
+    /// Rows of newly queued jobs kept in memory so that starting them needs no read (a queued
+    /// job's read was a fifth of the daemon's work a small file); at most this many.
+    public static let queuedRecordCacheLimit = 4096
     /// The default of ``homeReserve``.
     public static let defaultHomeReserve: Int64 = 1 << 20
     /// How often a failing group commit is tried again (seconds), instead of on every loop pass.
@@ -75,6 +78,10 @@ public final class Engine: AttemptHost {
     /// The rows of jobs whose attempt is ending, while the ending is dispatched (``attemptEnded(_:_:)``).
     private var ending: [Int64: JobRecord] = [:]
     private var batch = WriteBatch()
+    /// Rows of jobs queued by a list sent in one message (up to
+    /// ``EngineConfig/queuedRecordCacheLimit``), so starting them needs no read; kept current by
+    /// ``write(_:_:loaded:)`` as the tasks' records are, dropped when started or deleted.
+    private var queuedRecords: [Int64: JobRecord] = [:]
     private var afterCommitQueue: [() -> Void] = []
     private var events: [(EngineNotification, JobSnapshot)] = []
     private let tick: LoopTimer
@@ -91,14 +98,16 @@ public final class Engine: AttemptHost {
     /// `DELETE`s of abandoned resumable uploads in flight (``UploadTermination``), kept alive
     /// until libcurl is done with them.
     private var terminations: [ObjectIdentifier: CurlEasy] = [:]
-    /// Receives state changes (after they are committed) and progress, with the job object.
-    public var onEvent: ((EngineNotification, JobSnapshot) -> Void)?
+    /// Receives state changes (after they are committed) and progress, with the job object: the
+    /// notifications of one loop pass (or one tick) together, in order.
+    public var onEvents: (([(EngineNotification, JobSnapshot)]) -> Void)?
     /// Whether anyone listens to events (job objects are built only then).
     public var wantsEvents: () -> Bool = { true }
     /// Whether the network is reachable (from the NetworkMonitor). Never stops a request.
     public private(set) var isReachable = true
-    /// Jitter source in -1...1 (replaceable for tests).
-    var jitter: () -> Double = { Double.random(in: -1...1) }
+    /// Jitter in -1...1 (replaceable for tests); nil draws from ``jitterSource``.
+    var jitter: (() -> Double)?
+    private var jitterSource = JitterSource()
     /// Wall clock for timestamps, monotonic clock for retry deadlines (replaceable for tests).
     var clock = EngineClock.system
     /// Jobs waiting for free space (`waitReason` `"disk"`).
@@ -272,15 +281,18 @@ public final class Engine: AttemptHost {
         let waiting = afterCommitQueue
         afterCommitQueue = []
         for body in waiting { body() }
+        // The log's lines of this pass before its events: whoever reads an event finds them.
+        Log.flush()
         let ready = events
         events = []
-        for (method, job) in ready { onEvent?(method, job) }
+        if !ready.isEmpty { onEvents?(ready) }
     }
 
     /// ``commit()`` at the end of a loop pass. A failure (the home's disk full) keeps the changes
     /// pending, is logged once, and is tried again every ``EngineConfig/commitRetryInterval``,
     /// not on every pass; transfers go on meanwhile.
     func commitOrLog() {
+        defer { Log.flush() }
         let now = clock.monotonic()
         if commitFailingSince != nil && now < nextCommitTry { return }
         do {
@@ -345,6 +357,10 @@ public final class Engine: AttemptHost {
         batch.patch(id, patch)
         tasks[id]?.record.apply(patch)
         ending[id]?.apply(patch)
+        if queuedRecords[id] != nil {
+            queuedRecords[id]?.apply(patch)
+            queuedRecords[id]?.updatedAt = Timestamp.now()  // as the commit will write it
+        }
         scheduler.apply(patch, to: id, loaded: loaded)
     }
 
@@ -377,7 +393,7 @@ public final class Engine: AttemptHost {
     /// What ``JobMachine`` makes of `event` for a job with `facts`, now. No change is made.
     private func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
         let ctx = MachineContext(
-            now: clock.wall(), isReachable: isReachable, jitter: jitter(),
+            now: clock.wall(), isReachable: isReachable, jitter: jitter?() ?? jitterSource.sample(),
             attemptFinishing: tasks[id]?.phase == .finishing, daemonHook: config.onEnd != nil)
         return JobMachine.transition(event, facts, ctx)
     }
@@ -405,6 +421,7 @@ public final class Engine: AttemptHost {
             case .deleteFile: deleteFile(id)
             case .deleteRow:
                 batch.delete(id)
+                queuedRecords[id] = nil
                 scheduler.remove(id, state: facts.state)
                 checkpointer.forget(id)
                 lastBytes[id] = nil
@@ -418,7 +435,7 @@ public final class Engine: AttemptHost {
     }
 
     private func notify(_ id: Int64) {
-        guard onEvent != nil, wantsEvents(), let job = snapshot(id) else { return }
+        guard onEvents != nil, wantsEvents(), let job = snapshot(id) else { return }
         events.append((EngineNotification.stateChanged, job))
     }
 
@@ -434,6 +451,7 @@ public final class Engine: AttemptHost {
 
     private func startAttempt(_ id: Int64) {
         guard let r = record(id) else { return }  // pending changes applied (``record(_:)``)
+        queuedRecords[id] = nil
         lastBytes[id] = nil
         let task: TransferTask =
             r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r)
@@ -558,11 +576,13 @@ public final class Engine: AttemptHost {
         for (_, t) in tasks { t.rate.sample(bytes: t.bytes, now: now) }
         // Segmented downloads take host connections other jobs freed.
         for (_, t) in tasks where t.phase == .transferring { (t as? DownloadTask)?.rebalance() }
-        if onEvent != nil, wantsEvents() {
+        if onEvents != nil, wantsEvents() {
+            var progress: [(EngineNotification, JobSnapshot)] = []
             for (id, t) in tasks where lastProgressEvent[id] != t.bytes {
                 lastProgressEvent[id] = t.bytes
-                onEvent?(EngineNotification.progress, JobSnapshot(JobListing(t.record), live: live(t)))
+                progress.append((EngineNotification.progress, JobSnapshot(JobListing(t.record), live: live(t))))
             }
+            if !progress.isEmpty { onEvents?(progress) }
         }
         if checkpointer.roundDue(now: now) {
             for (_, t) in tasks where t.phase == .transferring {
@@ -736,7 +756,7 @@ public final class Engine: AttemptHost {
         let facts = try store.schedulingFacts(ids: ids)
         scheduler.reserveCapacity(forAdding: facts.count)
         for f in facts { scheduler.add(f) }
-        if onEvent != nil && wantsEvents() {
+        if onEvents != nil && wantsEvents() {
             var after = ids.lowerBound - 1
             while after < ids.upperBound {
                 let page = try store.listings(state: nil, after: after, limit: JobListStream.pageSize).filter {
@@ -790,7 +810,10 @@ public final class Engine: AttemptHost {
         let jobs = AddedJobs(records: inserted, stamp: Timestamp.rfc3339(now))
         scheduler.reserveCapacity(forAdding: inserted.count)
         for r in inserted { scheduler.add(JobFacts(r)) }
-        if onEvent != nil && wantsEvents() {
+        for r in inserted.prefix(max(0, EngineConfig.queuedRecordCacheLimit - queuedRecords.count)) {
+            if let id = r.id { queuedRecords[id] = r }
+        }
+        if onEvents != nil && wantsEvents() {
             for job in jobs { events.append((EngineNotification.stateChanged, job)) }
         }
         if inserted.count == 1, let id = inserted[0].id {
@@ -895,6 +918,7 @@ public final class Engine: AttemptHost {
         if let t = tasks[id] { return t.record }
         if let r = ending[id] { return r }
         if let r = vanishing[id] { return r }
+        if let r = queuedRecords[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
         if let p = batch.patches[id] { r.apply(p) }
         let pending =

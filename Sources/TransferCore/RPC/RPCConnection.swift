@@ -103,15 +103,16 @@ public final class RPCConnection {
         enqueue(.stream(head: head, stream))
     }
 
-    /// Sends a notification, or drops a subscriber that does not read its events.
-    func notify(_ bytes: [UInt8]) {
+    /// Sends notifications (whole lines, each ending in `\n`), or drops a subscriber that does
+    /// not read its events.
+    func notify(lines: [UInt8]) {
         guard !closed else { return }
         if pipe.writeQueueSize + queuedBytes > Self.maxQueuedOutput {
             Log.info("dropping a client that does not read its events")
             close()
             return
         }
-        send(bytes)
+        enqueue(.bytes(lines))
     }
 
     private func enqueue(_ output: Output) {
