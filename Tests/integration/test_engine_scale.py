@@ -163,8 +163,8 @@ def test_a_small_body_cut_short_resumes_from_the_bytes_it_held(daemon, faultserv
 
 @pytest.mark.timeout(240)
 def test_files_around_the_held_limit_survive_kill_9_in_directory_mode_byte_identical(daemon_factory, nginx, key):
-    # Bodies under 256 KiB are held in memory and written whole at the end; larger ones are
-    # written to their part once past it. kill -9 lands among both, in directory mode.
+    # Bodies of at most 256 KiB are held in memory and written whole at the end; larger ones go to
+    # their part from the first byte. kill -9 lands among both, in directory mode.
     daemon = daemon_factory(args=("--max-active", "8"))
     seed = int(os.environ.get("AFT_CRASH_SEED", str(int(time.time() * 1000) % 1_000_000)))
     print(f"AFT_CRASH_SEED={seed}")

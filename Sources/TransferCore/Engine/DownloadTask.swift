@@ -5,10 +5,10 @@ import Foundation
 /// place (SPEC "Downloads"). The part is created with the first body byte, so a failure before
 /// any (a 404, a refused redirect) leaves nothing behind.
 ///
-/// A fresh download's first ``heldBodyLimit`` bytes are held in memory: a body that ends within
-/// them (a small file) is created, written, synced and closed in one work item on libuv's pool,
-/// so the loop spends no system call on the file. A longer body, or a checkpoint, writes the
-/// held bytes to the part and goes on as usual (nothing is held after that).
+/// A fresh download whose announced length is at most ``heldBodyLimit`` is held in memory: the
+/// small file is created, written, synced and closed in one work item on libuv's pool, so the
+/// loop spends no system call on it. A checkpoint (pause, stop, a failed attempt) writes the held
+/// bytes to the part first and goes on as usual. Any other body gets its part with its first byte.
 ///
 /// With `--connections N` > 1 the download may be segmented (SPEC "Segmented downloads", the
 /// `Segments` section below): the first request (this task's own hop) is `Range: bytes=0-`; once
@@ -16,7 +16,7 @@ import Foundation
 /// file, the first request keeps the first segment and ``SegmentConnection``s fetch the others
 /// into the same part at their offsets. Loop-thread only.
 final class DownloadTask: TransferTask {
-    /// Bytes of a fresh download held before its part is created (see the type's documentation).
+    /// The largest announced length of a body held in memory (see the type's documentation).
     static let heldBodyLimit = 256 << 10
 
     private var part: PartFile?
@@ -330,7 +330,9 @@ final class DownloadTask: TransferTask {
                 abortError = TransferError(.io, "no destination to write to", retryable: false)
                 return .abort
             }
-            if plan == nil, bytes == Int64(held?.count ?? 0), (held?.count ?? 0) + data.count <= Self.heldBodyLimit {
+            if plan == nil, let t = total, t <= Self.heldBodyLimit, bytes == Int64(held?.count ?? 0),
+                (held?.count ?? 0) + data.count <= Self.heldBodyLimit
+            {
                 if hasher == nil { hasher = RangeHasher(loop: engine.loop, path: path) }
                 var body = held ?? []
                 held = nil  // appended to in place, not copied
