@@ -190,3 +190,22 @@ def test_files_around_the_held_limit_survive_kill_9_in_directory_mode_byte_ident
     for name, digest, dest in files:
         assert sha256_file(dest) == digest, f"{dest} is not byte-identical"
     assert sorted(os.listdir(out)) == sorted(dest.name for _, _, dest in files), "nothing else is left behind"
+
+
+def test_a_slow_small_file_is_checkpointed_to_its_part_within_about_a_second(daemon, faultserver, key):
+    # A body small enough to be held in memory still gets its part at the first periodic
+    # checkpoint, so kill -9 costs at most about a second of it, as for any download.
+    size = 200_000
+    dest = daemon.work / "slow-small.bin"
+    id = daemon.download(faultserver.url(size=size, seed=23, key=key, slow=50_000), "-o", dest)
+    daemon.wait_bytes(id, 120_000, timeout=30)
+    part = daemon.work / "slow-small.bin.aftpart"
+    assert part.exists() and part.stat().st_size > 0, "no part after more than a second of bytes"
+    daemon.kill9()
+    daemon.start()
+    job = daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, 23) == job["sha256"]
+    log = faultserver.log(key)
+    assert len(log) == 2, log
+    m = (log[1]["range"] or "").removeprefix("bytes=").removesuffix("-")
+    assert m.isdigit() and int(m) > 0, f"the restart did not resume from a checkpoint: {log[1]['range']}"

@@ -7,8 +7,9 @@ import Foundation
 ///
 /// A fresh download whose announced length is at most ``heldBodyLimit`` is held in memory: the
 /// small file is created, written, synced and closed in one work item on libuv's pool, so the
-/// loop spends no system call on it. A checkpoint (pause, stop, a failed attempt) writes the held
-/// bytes to the part first and goes on as usual. Any other body gets its part with its first byte.
+/// loop spends no system call on it. Any checkpoint (the periodic one, pause, stop, a failed
+/// attempt) writes the held bytes to the part first and goes on as usual, so a slow small file is
+/// held at most about a second. Any other body gets its part with its first byte.
 ///
 /// With `--connections N` > 1 the download may be segmented (SPEC "Segmented downloads", the
 /// `Segments` section below): the first request (this task's own hop) is `Range: bytes=0-`; once
