@@ -120,8 +120,16 @@ final class DownloadTask: TransferTask {
 
     /// Checks (or creates) the directory and opens an existing part; `offset` is its size.
     private func openExistingPart(for dest: Destination) throws {
-        // A missing directory without `--create-dirs` is found when the part is created
-        // (``openPart(_:)``): one look fewer a job.
+        try useDestination(dest)
+        var st = stat()
+        guard stat(dest.partPath, &st) == 0 else { return }
+        try openPart(dest.partPath, fresh: false)
+    }
+
+    /// Writes to `dest`'s part from now on, none open yet. The directory is created here with
+    /// `--create-dirs`; without it, a missing one is found when the part is created
+    /// (``missingDirectoryError(_:part:)``): one look fewer a job.
+    private func useDestination(_ dest: Destination) throws {
         if record.request.createDirs == true {
             try Destination.ensureDirectory(dest.directory, create: true, mode: engine.config.directoryMode)
         }
@@ -130,9 +138,20 @@ final class DownloadTask: TransferTask {
         part = nil
         hasher?.close()
         hasher = nil
-        var st = stat()
-        guard stat(dest.partPath, &st) == 0 else { return }
-        try openPart(dest.partPath, fresh: false)
+    }
+
+    /// The error of a part that could not be created: the directory's own
+    /// (`destination_missing_dir` naming `--create-dirs`, or "is not a directory") when that was
+    /// the cause, else `error` as it is.
+    private func missingDirectoryError(_ error: TransferError, part path: String) -> TransferError {
+        guard error.code == .destinationMissingDir else { return error }
+        do {
+            try Destination.ensureDirectory(
+                (path as NSString).deletingLastPathComponent, create: false, mode: engine.config.directoryMode)
+        } catch let e as TransferError {
+            return e
+        } catch {}
+        return error
     }
 
     /// Opens (creating) the part and a hasher of it. `fresh`: the download writes from byte 0, so
@@ -141,11 +160,8 @@ final class DownloadTask: TransferTask {
         let p: PartFile
         do {
             p = try PartFile(loop: engine.loop, path: path, mode: engine.config.fileMode, truncate: fresh)
-        } catch let e as TransferError where e.code == .destinationMissingDir {
-            // The directory's own error (`destination_missing_dir`, naming `--create-dirs`).
-            try Destination.ensureDirectory(
-                (path as NSString).deletingLastPathComponent, create: false, mode: engine.config.directoryMode)
-            throw e
+        } catch let e as TransferError {
+            throw missingDirectoryError(e, part: path)
         }
         part = p
         offset = fresh ? 0 : p.size()
@@ -275,16 +291,9 @@ final class DownloadTask: TransferTask {
             var p = JobPatch()
             p.destination = .some(dest.path)
             write(p)
-            if record.request.createDirs == true {
-                try Destination.ensureDirectory(dest.directory, create: true, mode: engine.config.directoryMode)
-            }
             // A part already there is a stale one of another download: never spliced, cut to
             // nothing when the first byte creates ours (no look at it before).
-            partPath = dest.partPath
-            part = nil
-            offset = 0
-            hasher?.close()
-            hasher = nil
+            try useDestination(dest)
             bytes = 0
             Log.info("destination \(dest.path)", job: jobId)
             return true
@@ -335,25 +344,22 @@ final class DownloadTask: TransferTask {
                 (held?.count ?? 0) + data.count <= Self.heldBodyLimit
             {
                 if hasher == nil { hasher = RangeHasher(loop: engine.loop, path: path) }
-                var body = held ?? []
-                held = nil  // appended to in place, not copied
-                body.append(contentsOf: data)
-                held = body
-                let at = bytes
-                progressed(to: bytes + Int64(data.count))
-                hasher?.wrote(data, at: at)
-                return .accept
-            }
-            do { try writeHeldToPart() } catch {
-                abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
-                return .abort
+                if held == nil { held = [] }
+                held!.append(contentsOf: data)
+            } else {
+                do { try writeHeldToPart() } catch {
+                    abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+                    return .abort
+                }
             }
         }
-        guard let part, let base = data.baseAddress else { return .accept }
-        let rc = part.append(base, data.count, at: bytes)
-        if rc != 0 {
-            abortError = FileErrors.error(rc, "cannot write \(part.path)")
-            return .abort
+        if held == nil {
+            guard let part, let base = data.baseAddress else { return .accept }
+            let rc = part.append(base, data.count, at: bytes)
+            if rc != 0 {
+                abortError = FileErrors.error(rc, "cannot write \(part.path)")
+                return .abort
+            }
         }
         let at = bytes
         progressed(to: bytes + Int64(data.count))
@@ -431,21 +437,27 @@ final class DownloadTask: TransferTask {
             }
             self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
             part.close()
-            guard let hasher = self.hasher else {
-                report(.failed(TransferError(.io, "no digest for \(part.path)", retryable: false), retryAfter: nil))
+            self.checkDigest(partPath: part.path, dest: dest, size: size, report: report)
+        }
+    }
+
+    /// Once the part's `size` bytes are synced: their digest, then ``verified(partPath:dest:size:digest:report:)``.
+    private func checkDigest(
+        partPath: String, dest: String, size: Int64, report: @escaping (AttemptOutcome) -> Void
+    ) {
+        guard let hasher else {
+            report(.failed(TransferError(.io, "no digest for \(partPath)", retryable: false), retryAfter: nil))
+            return
+        }
+        hasher.finish(at: size) { digest in
+            guard let digest else {
+                report(
+                    .failed(
+                        TransferError(.io, "cannot read back \(partPath) to hash it", retryable: true), retryAfter: nil)
+                )
                 return
             }
-            hasher.finish(at: size) { digest in
-                guard let digest else {
-                    report(
-                        .failed(
-                            TransferError(.io, "cannot read back \(part.path) to hash it", retryable: true),
-                            retryAfter: nil))
-                    return
-                }
-                self.verified(
-                    partPath: part.path, dest: Destination(path: dest), size: size, digest: digest, report: report)
-            }
+            self.verified(partPath: partPath, dest: Destination(path: dest), size: size, digest: digest, report: report)
         }
     }
 
@@ -474,37 +486,21 @@ final class DownloadTask: TransferTask {
         held = nil
         let size = self.bytes
         let gen = engine.checkpointer.generation(jobId)
-        let hasher = self.hasher ?? RangeHasher(loop: engine.loop, path: path)
-        self.hasher = hasher
+        if hasher == nil { hasher = RangeHasher(loop: engine.loop, path: path) }  // an empty body
         PartFile.writeWhole(loop: engine.loop, path: path, bytes: bytes, mode: engine.config.fileMode) { e in
             guard self.phase != .ended else {
                 if self.discarded { unlink(path) }  // removed meanwhile: nothing may be left behind
                 return
             }
             guard e == 0 else {
-                var error = FileErrors.error(e, "cannot write \(path)")
-                if error.code == .destinationMissingDir {
-                    // The directory's own error (`destination_missing_dir`, naming `--create-dirs`).
-                    do {
-                        try Destination.ensureDirectory(
-                            (path as NSString).deletingLastPathComponent, create: false,
-                            mode: self.engine.config.directoryMode)
-                    } catch let e as TransferError { error = e } catch {}
-                }
-                report(.failed(error, retryAfter: nil))
+                report(
+                    .failed(
+                        self.missingDirectoryError(FileErrors.error(e, "cannot write \(path)"), part: path),
+                        retryAfter: nil))
                 return
             }
             self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
-            hasher.finish(at: size) { digest in
-                guard let digest else {
-                    report(
-                        .failed(
-                            TransferError(.io, "cannot read back \(path) to hash it", retryable: true), retryAfter: nil)
-                    )
-                    return
-                }
-                self.verified(partPath: path, dest: Destination(path: dest), size: size, digest: digest, report: report)
-            }
+            self.checkDigest(partPath: path, dest: dest, size: size, report: report)
         }
     }
 

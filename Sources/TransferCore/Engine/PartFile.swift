@@ -52,25 +52,29 @@ public final class PartFile {
             {
                 let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
                 if fd < 0 { return errno }
-                var e: Int32 = 0
-                bytes.withUnsafeBytes { buf in
-                    var done = 0
-                    while done < buf.count {
-                        let n = write(fd, buf.baseAddress! + done, buf.count - done)
-                        if n < 0 {
-                            if errno == EINTR { continue }
-                            e = errno
-                            return
-                        }
-                        done += n
-                    }
+                var e = bytes.withUnsafeBytes { buf in
+                    buf.isEmpty ? 0 : Self.writeAll(fd, buf.baseAddress!, buf.count, at: 0)
                 }
-                if e == 0 && fchmod(fd, mode) != 0 { e = errno }
-                if e == 0 && fdatasync(fd) != 0 { e = errno }
+                if e == 0 { e = FileSync.syncNow(fd: fd, mode: mode) }
                 if Glibc.close(fd) != 0 && e == 0 { e = errno }
                 if e != 0 { unlink(path) }
                 return e
             }, done: completion)
+    }
+
+    /// Writes all of `count` bytes at `offset` of `fd` (`pwrite`, again after a short write or
+    /// `EINTR`). Returns 0 or an errno.
+    private static func writeAll(_ fd: Int32, _ p: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int32 {
+        var done = 0
+        while done < count {
+            let n = pwrite(fd, p + done, count - done, off_t(offset + Int64(done)))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            done += n
+        }
+        return 0
     }
 
     /// The file's current size.
@@ -81,15 +85,8 @@ public final class PartFile {
 
     /// Writes all of `count` bytes at the current end. Returns 0 or an errno.
     public func append(_ p: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int32 {
-        var done = 0
-        while done < count {
-            let n = pwrite(fd, p + done, count - done, off_t(offset + Int64(done)))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            done += n
-        }
+        let e = Self.writeAll(fd, p, count, at: offset)
+        if e != 0 { return e }
         unflushed += count
         dirtyStart = min(dirtyStart, offset)
         dirtyEnd = max(dirtyEnd, offset + Int64(count))

@@ -85,9 +85,7 @@ final class RangeHasher {
             fd = open(path, O_RDONLY | O_CLOEXEC)
             if fd < 0 {
                 failed = true
-                let ready = waiters
-                waiters = []
-                for w in ready { w.done(false) }
+                releaseWaiters()
                 return
             }
         }
@@ -97,10 +95,15 @@ final class RangeHasher {
         digest.update(loop: loop, fd: fd, from: start, to: end) { ok in
             self.inFlight = false
             if ok { self.hashedTo = end } else { self.failed = true }
-            let ready = self.waiters.filter { self.failed || $0.end <= self.hashedTo }
-            self.waiters.removeAll { self.failed || $0.end <= self.hashedTo }
-            for w in ready { w.done(!self.failed) }
+            self.releaseWaiters()
             if !self.waiters.isEmpty || self.knownEnd - self.hashedTo >= Self.batchBytes { self.pump() }
         }
+    }
+
+    /// Tells the waiters whose bytes are hashed (all of them, with false, once reading failed).
+    private func releaseWaiters() {
+        let ready = waiters.filter { failed || $0.end <= hashedTo }
+        waiters.removeAll { failed || $0.end <= hashedTo }
+        for w in ready { w.done(!failed) }
     }
 }

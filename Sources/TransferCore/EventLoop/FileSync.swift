@@ -10,11 +10,13 @@ public enum FileSync {
     public static func fdatasync(
         loop: EventLoop, fd: Int32, mode: mode_t? = nil, completion: @escaping (Int32) -> Void
     ) {
-        WorkPool.run(
-            loop,
-            {
-                if let mode, fchmod(fd, mode) != 0 { return -errno }
-                return Glibc.fdatasync(fd) == 0 ? 0 : -errno
-            }, done: completion)
+        WorkPool.run(loop, { -syncNow(fd: fd, mode: mode) }, done: completion)
+    }
+
+    /// `fdatasync(fd)` now, on the calling thread (a pool thread), first giving the file `mode`
+    /// when one is passed. Returns 0 or an errno.
+    public static func syncNow(fd: Int32, mode: mode_t?) -> Int32 {
+        if let mode, fchmod(fd, mode) != 0 { return errno }
+        return Glibc.fdatasync(fd) == 0 ? 0 : errno
     }
 }
