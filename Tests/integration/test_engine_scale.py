@@ -11,6 +11,21 @@ import pytest
 from conftest import sha256_file
 
 
+def _crash_rng():
+    """The random source of the kill -9 timings, its seed printed (AFT_CRASH_SEED replays it)."""
+    seed = int(os.environ.get("AFT_CRASH_SEED", str(int(time.time() * 1000) % 1_000_000)))
+    print(f"AFT_CRASH_SEED={seed}")
+    return random.Random(seed)
+
+
+def _kill_9_three_times(daemon, rng, longest: float):
+    """kill -9 and restart the daemon three times, each after a random pause of up to ``longest`` s."""
+    for _ in range(3):
+        time.sleep(rng.uniform(0.05, longest))
+        daemon.kill9()
+        daemon.start()
+
+
 def _add_many(daemon, requests):
     """Queues requests with one transfer.addMany; returns the new ids in request order."""
     result = daemon.rpc_result("transfer.addMany", {"requests": requests}, timeout=60)
@@ -21,9 +36,7 @@ def _add_many(daemon, requests):
 def test_hundreds_of_small_files_survive_kill_9_mid_batch_byte_identical_and_exactly_once(
         daemon_factory, nginx, key):
     daemon = daemon_factory(args=("--max-active", "16"))
-    seed = int(os.environ.get("AFT_CRASH_SEED", str(int(time.time() * 1000) % 1_000_000)))
-    print(f"AFT_CRASH_SEED={seed}")
-    rng = random.Random(seed)
+    rng = _crash_rng()
     n = 400
     files = []
     for i in range(n):
@@ -34,10 +47,7 @@ def test_hundreds_of_small_files_survive_kill_9_mid_batch_byte_identical_and_exa
                 for name, _, dest in files]
     ids = _add_many(daemon, requests)
     assert len(ids) == n and len(set(ids)) == n
-    for _ in range(3):
-        time.sleep(rng.uniform(0.05, 0.6))
-        daemon.kill9()
-        daemon.start()
+    _kill_9_three_times(daemon, rng, 0.6)
     for id in ids:
         daemon.wait_state(id, "completed", timeout=120)
     jobs = daemon.jobs()
@@ -166,9 +176,7 @@ def test_files_around_the_held_limit_survive_kill_9_in_directory_mode_byte_ident
     # Bodies of at most 256 KiB are held in memory and written whole at the end; larger ones go to
     # their part from the first byte. kill -9 lands among both, in directory mode.
     daemon = daemon_factory(args=("--max-active", "8"))
-    seed = int(os.environ.get("AFT_CRASH_SEED", str(int(time.time() * 1000) % 1_000_000)))
-    print(f"AFT_CRASH_SEED={seed}")
-    rng = random.Random(seed)
+    rng = _crash_rng()
     out = daemon.work / "dir"
     out.mkdir()
     files = []
@@ -181,10 +189,7 @@ def test_files_around_the_held_limit_survive_kill_9_in_directory_mode_byte_ident
     requests = [{"url": nginx.url(name, rate=2_000_000, after=64 * 1024), "directory": str(out)}
                 for name, _, _ in files]
     ids = _add_many(daemon, requests)
-    for _ in range(3):
-        time.sleep(rng.uniform(0.05, 0.4))
-        daemon.kill9()
-        daemon.start()
+    _kill_9_three_times(daemon, rng, 0.4)
     for id in ids:
         daemon.wait_state(id, "completed", timeout=120)
     for name, digest, dest in files:

@@ -172,12 +172,18 @@ def test_max_per_host_2_caps_the_connections_the_server_sees(daemon_factory, fau
     assert 1 <= conns["max"] <= 2, conns
 
 
-def test_pause_and_resume_of_a_segmented_download_continue_every_range(daemon, nginx):
-    size, rate = 8 * MiB, 1 * MiB
-    digest = nginx.make_file("seg/paused.bin", size)
-    dest = daemon.work / "paused.bin"
-    id = daemon.download(nginx.url("seg/paused.bin", rate=rate), "-x", "4", "-o", dest)
+def _segmented_under_way(daemon, nginx, name):
+    """An 8 MiB file fetched with -x 4 at 1 MiB/s a connection, 3 MiB of it in: (size, digest, dest, id)."""
+    size = 8 * MiB
+    digest = nginx.make_file(f"seg/{name}", size)
+    dest = daemon.work / name
+    id = daemon.download(nginx.url(f"seg/{name}", rate=1 * MiB), "-x", "4", "-o", dest)
     daemon.wait_bytes(id, 3 * MiB, timeout=20)
+    return size, digest, dest, id
+
+
+def test_pause_and_resume_of_a_segmented_download_continue_every_range(daemon, nginx):
+    size, digest, dest, id = _segmented_under_way(daemon, nginx, "paused.bin")
     daemon.cli("pause", id, check=0)
     paused = daemon.wait_state(id, "paused", timeout=10)
     assert paused["connections"] == 0 and paused["bytes"] >= 3 * MiB, paused
@@ -192,11 +198,7 @@ def test_pause_and_resume_of_a_segmented_download_continue_every_range(daemon, n
 
 
 def test_a_part_shorter_than_its_ranges_checkpoints_is_started_over_not_spliced(daemon, nginx):
-    size, rate = 8 * MiB, 1 * MiB
-    digest = nginx.make_file("seg/cut.bin", size)
-    dest = daemon.work / "cut.bin"
-    id = daemon.download(nginx.url("seg/cut.bin", rate=rate), "-x", "4", "-o", dest)
-    daemon.wait_bytes(id, 3 * MiB, timeout=20)
+    size, digest, dest, id = _segmented_under_way(daemon, nginx, "cut.bin")
     daemon.stop()
     part = daemon.work / "cut.bin.aftpart"
     assert part.stat().st_size > 6 * MiB

@@ -80,6 +80,15 @@ class Handler(BaseHTTPRequestHandler):
                 break
             left -= len(chunk)
 
+    def receive_within_limit(self, up, length):
+        """Reads the request's content into the upload; False when it could not (over the upload's
+        limit: drained and answered 413; or the client went away)."""
+        if up["limit"] and length > up["limit"]:
+            self.drain(length)
+            self.reply(413, {"Upload-Limit": self.limit_field(up)})
+            return False
+        return self.receive(up, length)
+
     def receive(self, up, length):
         """Appends up to `length` body bytes to the upload; False if the connection was cut."""
         rate = up["rate"]
@@ -196,11 +205,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Upload-Limit", self.limit_field(up))
         self.end_headers()
         self.wfile.flush()
-        if up["limit"] and length > up["limit"]:
-            self.drain(length)
-            self.reply(413, {"Upload-Limit": self.limit_field(up)})
-            return
-        if not self.receive(up, length):
+        if not self.receive_within_limit(up, length):
             return
         if self.headers.get("Upload-Complete") == "?1" and (up["length"] is None or up["offset"] == up["length"]):
             self.finish_upload(up, 201)
@@ -285,11 +290,7 @@ class Handler(BaseHTTPRequestHandler):
             self.drain(length)
             self.reply(409, {"Upload-Offset": str(up["offset"])})
             return
-        if up["limit"] and length > up["limit"]:
-            self.drain(length)
-            self.reply(413, {"Upload-Limit": self.limit_field(up)})
-            return
-        if not self.receive(up, length):
+        if not self.receive_within_limit(up, length):
             return
         if self.headers.get("Upload-Complete") == "?1":
             if up["length"] is not None and up["offset"] != up["length"]:
