@@ -3,16 +3,7 @@ import XCTest
 
 @testable import TransferCore
 
-final class DestinationTests: XCTestCase {
-    private var dir: String!
-
-    override func setUpWithError() throws {
-        dir = NSTemporaryDirectory() + "aft-dest-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
-
+final class DestinationTests: TemporaryDirectoryTestCase {
     func testThatThePartSitsBesideTheFileAndLongNamesAreShortenedStably() {
         XCTAssertEqual(Destination(path: "/a/b.iso").partPath, "/a/b.iso.aftpart")
         let long = "/a/" + String(repeating: "é", count: 126)  // 252 bytes

@@ -3,16 +3,7 @@ import XCTest
 
 @testable import TransferCore
 
-final class PartFileTests: XCTestCase {
-    private var dir: String!
-
-    override func setUpWithError() throws {
-        dir = NSTemporaryDirectory() + "aft-part-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
-
+final class PartFileTests: TemporaryDirectoryTestCase {
     func testThatAWholeSmallPartIsWrittenOverWhatWasThereWithTheGivenMode() throws {
         let loop = try EventLoop()
         let path = dir + "/f.aftpart"

@@ -3,16 +3,7 @@ import XCTest
 
 @testable import TransferCore
 
-final class RangeHasherTests: XCTestCase {
-    private var dir: String!
-
-    override func setUpWithError() throws {
-        dir = NSTemporaryDirectory() + "aft-hash-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
-
+final class RangeHasherTests: TemporaryDirectoryTestCase {
     /// Writes `data` to a file in chunks as a download does, telling the hasher each one, and
     /// returns the digest it finishes with.
     private func digest(of data: [UInt8], chunk: Int, resumeFrom prefix: Int = 0) throws -> String? {
