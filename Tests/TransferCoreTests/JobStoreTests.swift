@@ -67,6 +67,39 @@ final class JobStoreTests: XCTestCase {
         XCTAssertEqual(back.state, .paused)
     }
 
+    func testThatEachSetOfColumnsGetsItsOwnUpdateAndARepeatedSetReusesIt() throws {
+        let store = try open()
+        let a = try XCTUnwrap(try store.insert(record()).id)
+        let b = try XCTUnwrap(try store.insert(record()).id)
+        var batch = WriteBatch()
+        var p = JobPatch()
+        p.state = .running
+        p.durableBytes = 7
+        batch.patch(a, p)
+        var q = JobPatch()
+        q.total = 99
+        q.etag = .some("\"b\"")
+        batch.patch(b, q)
+        try store.commit(batch, now: 1)
+        // The next pass: a's set of columns for b (the cached statement), a new one for a.
+        batch = WriteBatch()
+        var r = JobPatch()
+        r.state = .paused
+        r.durableBytes = 11
+        batch.patch(b, r)
+        var t = JobPatch()
+        t.total = 5
+        batch.patch(a, t)
+        try store.commit(batch, now: 2)
+        let backA = try XCTUnwrap(try store.job(a))
+        let backB = try XCTUnwrap(try store.job(b))
+        XCTAssertEqual([backA.state, backB.state], [.running, .paused])
+        XCTAssertEqual([backA.durableBytes, backB.durableBytes], [7, 11])
+        XCTAssertEqual([backA.total, backB.total], [5, 99])
+        XCTAssertEqual([backA.etag, backB.etag], [nil, "\"b\""])
+        XCTAssertEqual([backA.updatedAt, backB.updatedAt], [2, 2])
+    }
+
     func testThatLaterAttemptWritesReplaceEarlierOnesOfTheSameEntry() throws {
         let store = try open()
         let id = try XCTUnwrap(try store.insert(record()).id)

@@ -207,39 +207,39 @@ public final class JobStore {
         guard !batch.isEmpty else { return }
         try db.write { db in
             for (id, patch) in batch.patches {
-                var columns: [String] = []
+                var columns = ColumnSet()
                 var values: [DatabaseValue] = []
-                func set<T: DatabaseValueConvertible>(_ name: String, _ v: T?) {
-                    columns.append(name)
+                values.reserveCapacity(8)
+                func set<T: DatabaseValueConvertible>(_ column: PatchColumn, _ v: T?) {
+                    columns.insert(column)
                     values.append(v?.databaseValue ?? .null)
                 }
-                if let v = patch.state { set("state", v.rawValue) }
-                if let v = patch.url { set("url", v) }
-                if let v = patch.destination { set("destination", v) }
-                if let v = patch.durableBytes { set("durableBytes", v) }
-                if let v = patch.total { set("total", v) }
-                if let v = patch.etag { set("etag", v) }
-                if let v = patch.lastModified { set("lastModified", v) }
-                if let v = patch.attempts { set("attempts", v) }
-                if let v = patch.retriesUsed { set("retriesUsed", v) }
-                if let v = patch.httpStatus { set("httpStatus", v) }
-                if let v = patch.error { set("error", try json(v)) }
-                if let v = patch.waitReason { set("waitReason", v?.rawValue) }
-                if let v = patch.nextRetryAt { set("nextRetryAt", v) }
-                if let v = patch.finalizing { set("finalizing", v) }
-                if let v = patch.sha256 { set("sha256", v) }
-                if let v = patch.response { set("response", try json(v)) }
-                if let v = patch.completedAt { set("completedAt", v) }
-                if let v = patch.uploadUrl { set("uploadUrl", v) }
-                if let v = patch.resumable { set("resumable", v?.rawValue) }
-                if let v = patch.appendLimit { set("appendLimit", v) }
-                if let v = patch.hookPending { set("hookPending", v?.rawValue) }
-                if let v = patch.hook { set("hook", try json(v)) }
-                if let v = patch.segments { set("segments", v) }
-                set("updatedAt", now)
-                let sql = "UPDATE job SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
+                if let v = patch.state { set(.state, v.rawValue) }
+                if let v = patch.url { set(.url, v) }
+                if let v = patch.destination { set(.destination, v) }
+                if let v = patch.durableBytes { set(.durableBytes, v) }
+                if let v = patch.total { set(.total, v) }
+                if let v = patch.etag { set(.etag, v) }
+                if let v = patch.lastModified { set(.lastModified, v) }
+                if let v = patch.attempts { set(.attempts, v) }
+                if let v = patch.retriesUsed { set(.retriesUsed, v) }
+                if let v = patch.httpStatus { set(.httpStatus, v) }
+                if let v = patch.error { set(.error, try json(v)) }
+                if let v = patch.waitReason { set(.waitReason, v?.rawValue) }
+                if let v = patch.nextRetryAt { set(.nextRetryAt, v) }
+                if let v = patch.finalizing { set(.finalizing, v) }
+                if let v = patch.sha256 { set(.sha256, v) }
+                if let v = patch.response { set(.response, try json(v)) }
+                if let v = patch.completedAt { set(.completedAt, v) }
+                if let v = patch.uploadUrl { set(.uploadUrl, v) }
+                if let v = patch.resumable { set(.resumable, v?.rawValue) }
+                if let v = patch.appendLimit { set(.appendLimit, v) }
+                if let v = patch.hookPending { set(.hookPending, v?.rawValue) }
+                if let v = patch.hook { set(.hook, try json(v)) }
+                if let v = patch.segments { set(.segments, v) }
+                set(.updatedAt, now)
                 values.append(id.databaseValue)
-                try db.cachedStatement(sql: sql).run(values)
+                try db.cachedStatement(sql: updateSQL(columns)).run(values)
             }
             if !batch.attempts.isEmpty {
                 let statement = try db.cachedStatement(
@@ -280,6 +280,32 @@ public final class JobStore {
     private func json<T: Encodable>(_ v: T?) throws -> String? {
         guard let v else { return nil }
         return String(decoding: try JobJSONWriter.json(v), as: UTF8.self)
+    }
+
+    /// A column a ``JobPatch`` may change, in the order the `UPDATE` sets them.
+    enum PatchColumn: Int, CaseIterable {
+        case state, url, destination, durableBytes, total, etag, lastModified, attempts, retriesUsed
+        case httpStatus, error, waitReason, nextRetryAt, finalizing, sha256, response, completedAt
+        case uploadUrl, resumable, appendLimit, hookPending, hook, segments, updatedAt
+    }
+
+    /// The columns one `UPDATE` sets, as bits of ``PatchColumn`` raw values.
+    struct ColumnSet: Hashable {
+        var bits: UInt32 = 0
+        mutating func insert(_ column: PatchColumn) { bits |= 1 << UInt32(column.rawValue) }
+        func contains(_ column: PatchColumn) -> Bool { bits & (1 << UInt32(column.rawValue)) != 0 }
+    }
+
+    /// The `UPDATE` text for each set of columns seen: built once, not joined again for every
+    /// changed job (that was a tenth of the group commit with thousands of small files).
+    private var updateSQLs: [ColumnSet: String] = [:]
+
+    private func updateSQL(_ columns: ColumnSet) -> String {
+        if let sql = updateSQLs[columns] { return sql }
+        let names = PatchColumn.allCases.filter { columns.contains($0) }.map { "\($0) = ?" }
+        let sql = "UPDATE job SET " + names.joined(separator: ", ") + " WHERE id = ?"
+        updateSQLs[columns] = sql
+        return sql
     }
 
     // MARK: - Settings
