@@ -13,7 +13,29 @@ struct Destination {
     let path: String
 
     /// The directory the file goes in.
-    var directory: String { (path as NSString).deletingLastPathComponent }
+    var directory: String { Self.directory(of: path) }
+
+    /// The directory of `path`, as `NSString.deletingLastPathComponent` gives it: on bytes for an
+    /// absolute path without a trailing or doubled slash at its end (every path the engine makes),
+    /// which cost ~28 k instructions a call through `NSString`.
+    static func directory(of path: String) -> String {
+        let utf8 = path.utf8
+        let slash = UInt8(ascii: "/")
+        if utf8.first == slash, utf8.last != slash, let cut = utf8.lastIndex(of: slash) {
+            if cut == utf8.startIndex { return "/" }
+            if utf8[utf8.index(before: cut)] != slash { return String(path[..<cut]) }
+        }
+        return (path as NSString).deletingLastPathComponent
+    }
+
+    /// `name` in `directory`, as `NSString.appendingPathComponent` gives it (on bytes for a
+    /// directory without a trailing slash).
+    static func path(of name: String, in directory: String) -> String {
+        guard let last = directory.utf8.last, last != UInt8(ascii: "/") else {
+            return (directory as NSString).appendingPathComponent(name)
+        }
+        return directory + "/" + name
+    }
 
     /// The part file: `<path>.aftpart`, or, when that name would pass the 255-byte limit of a
     /// file name, a shortened name with a digest of the full one (still a pure function of the

@@ -147,7 +147,7 @@ final class DownloadTask: TransferTask {
         guard error.code == .destinationMissingDir else { return error }
         do {
             try Destination.ensureDirectory(
-                (path as NSString).deletingLastPathComponent, create: false, mode: engine.config.directoryMode)
+                Destination.directory(of: path), create: false, mode: engine.config.directoryMode)
         } catch let e as TransferError {
             return e
         } catch {}
@@ -252,7 +252,7 @@ final class DownloadTask: TransferTask {
         guard let total, let partPath, total > offset else { return nil }
         let needed = total - offset
         // The part's directory: the part itself may not exist yet (one statvfs, not two).
-        let dir = (partPath as NSString).deletingLastPathComponent
+        let dir = Destination.directory(of: partPath)
         guard let free = DiskSpace.available(at: dir.isEmpty ? partPath : dir), free < needed else { return nil }
         return TransferError(
             .diskFull,
@@ -280,7 +280,7 @@ final class DownloadTask: TransferTask {
     private func nameDestination() -> Bool {
         let dir = record.request.directory ?? FileManager.default.currentDirectoryPath
         let name = SuggestedFilename.suggest(contentDisposition: header("content-disposition"), url: record.url)
-        let dest = Destination(path: (dir as NSString).appendingPathComponent(name))
+        let dest = Destination(path: Destination.path(of: name, in: dir))
         if let err = dest.clash(
             replace: record.request.replace == true, heldBy: engine.holder(of: dest.path, except: jobId))
         {
