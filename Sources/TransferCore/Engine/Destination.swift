@@ -122,27 +122,94 @@ struct Destination {
     ) {
         let path = self.path
         let directory = self.directory
+        WorkPool.run(syncer.loop, { Self.move(part, to: path, in: directory, replace: replace, syncer: syncer) }) {
+            done(Self.moveError($0, part: part, to: path, in: directory))
+        }
+    }
+
+    /// What became of a small download's held body given to
+    /// ``writeAndMoveIntoPlace(_:part:mode:replace:syncer:_:)``.
+    enum HeldOutcome {
+        /// Written, synced and in place.
+        case inPlace
+        /// Not written (the errno): nothing is left of the part.
+        case notWritten(Int32)
+        /// Written and synced as the part, which stays: the move failed.
+        case notMoved(TransferError)
+    }
+
+    /// A small download's whole body, held in memory, written as the part (created, written,
+    /// synced, closed: ``PartFile/writeWholeNow(path:bytes:mode:)``) and moved into place as
+    /// ``moveIntoPlace(from:replace:syncer:_:)`` does, in one work item instead of two. The caller
+    /// has already recorded that the job is finalizing, with the body's digest and length, which
+    /// is how recovery tells a file this put in place from one that was there before
+    /// (``holdsFinishedDownload(_:size:sha256:)``).
+    func writeAndMoveIntoPlace(
+        _ bytes: [UInt8], part: String, mode: mode_t, replace: Bool, syncer: DirectorySyncer,
+        _ done: @escaping (HeldOutcome) -> Void
+    ) {
+        let path = self.path
+        let directory = self.directory
+        final class Written { var yes = false }
+        let written = Written()
         WorkPool.run(
             syncer.loop,
             {
-                let rc = replace ? Glibc.rename(part, path) : aft_rename_noreplace(part, path)
-                if rc != 0 { return errno }
-                return syncer.syncAfterRename(directory) == 0 ? 0 : Self.renamedButNotSynced
+                let e = PartFile.writeWholeNow(path: part, bytes: bytes, mode: mode)
+                if e != 0 { return e }
+                written.yes = true
+                return Self.move(part, to: path, in: directory, replace: replace, syncer: syncer)
             }
         ) { e in
-            switch e {
-            case 0:
-                done(nil)
-            case Self.renamedButNotSynced:
-                // The file is in place; a failed directory fsync only weakens power-loss
-                // durability, which the log says.
-                Log.info("cannot fsync \(directory) after a rename")
-                done(nil)
-            case EEXIST, EISDIR, ENOTEMPTY:
-                done(TransferError(.destinationExists, "\(path) exists", retryable: false))
-            default:
-                done(FileErrors.error(e, "cannot move \(part) into \(path)"))
-            }
+            guard written.yes else { return done(.notWritten(e)) }
+            if let error = Self.moveError(e, part: part, to: path, in: directory) { return done(.notMoved(error)) }
+            done(.inPlace)
+        }
+    }
+
+    /// Whether `path` holds the download a crash interrupted between its rename and the row that
+    /// records its end, for recovery of a job that was finalizing and whose part is gone. A file
+    /// of another length is not it. A small one (up to ``DownloadTask/heldBodyLimit``) may have
+    /// been written and moved in one work item, after which a file that was there before (with
+    /// `--replace`) would look the same: its digest must be the one recorded. A bigger one went
+    /// through a part that existed until the rename, so its presence is proof enough.
+    static func holdsFinishedDownload(_ path: String, size: Int64?, sha256: String?) -> Bool {
+        var st = stat()
+        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
+        let length = Int64(st.st_size)
+        if let size, size != length { return false }
+        guard length <= Int64(DownloadTask.heldBodyLimit), let sha256 else { return true }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let digest = Sha256()
+        return digest.update(fd: fd, to: length) && digest.finalizeHex() == sha256.lowercased()
+    }
+
+    /// The rename and the directory's fsync (a pool thread): 0, ``renamedButNotSynced`` or the
+    /// rename's errno.
+    private static func move(
+        _ part: String, to path: String, in directory: String, replace: Bool, syncer: DirectorySyncer
+    ) -> Int32 {
+        let rc = replace ? Glibc.rename(part, path) : aft_rename_noreplace(part, path)
+        if rc != 0 { return errno }
+        return syncer.syncAfterRename(directory) == 0 ? 0 : renamedButNotSynced
+    }
+
+    /// The error of ``move(_:to:in:replace:syncer:)``'s result, or nil when the file is in place.
+    private static func moveError(_ e: Int32, part: String, to path: String, in directory: String) -> TransferError? {
+        switch e {
+        case 0:
+            return nil
+        case renamedButNotSynced:
+            // The file is in place; a failed directory fsync only weakens power-loss
+            // durability, which the log says.
+            Log.info("cannot fsync \(directory) after a rename")
+            return nil
+        case EEXIST, EISDIR, ENOTEMPTY:
+            return TransferError(.destinationExists, "\(path) exists", retryable: false)
+        default:
+            return FileErrors.error(e, "cannot move \(part) into \(path)")
         }
     }
 

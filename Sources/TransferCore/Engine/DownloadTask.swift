@@ -479,29 +479,80 @@ final class DownloadTask: TransferTask {
         if rc != 0 { throw FileErrors.error(rc, "cannot write \(part.path)") }
     }
 
-    /// The end of a download whose body is all held: the part is written whole on the pool, then
-    /// the attempt goes on as if it had been synced (bytes before bookkeeping).
+    /// The end of a download whose body is all held (hashed as it arrived): the digest is
+    /// checked, the job recorded as finalizing with the body's digest and length, and once that
+    /// is committed one work item writes, syncs and moves the part into place
+    /// (``Destination/writeAndMoveIntoPlace(_:part:mode:replace:syncer:_:)``): one trip through the
+    /// pool, not two. Recovery knows such a file by its digest
+    /// (``Destination/holdsFinishedDownload(_:size:sha256:)``); the durable offset is recorded
+    /// only once the bytes are synced (bytes before bookkeeping).
     private func finishHeld(path: String, dest: String, report: @escaping (AttemptOutcome) -> Void) {
         let bytes = held ?? []
         held = nil
         let size = self.bytes
         let gen = engine.checkpointer.generation(jobId)
         if hasher == nil { hasher = RangeHasher(loop: engine.loop, path: path) }  // an empty body
-        PartFile.writeWhole(loop: engine.loop, path: path, bytes: bytes, mode: engine.config.fileMode) { e in
-            guard self.phase != .ended else {
-                if self.discarded { unlink(path) }  // removed meanwhile: nothing may be left behind
+        hasher?.finish(at: size) { digest in
+            guard let digest else {
+                report(.failed(TransferError(.io, "no digest for \(path)", retryable: false), retryAfter: nil))
                 return
             }
-            guard e == 0 else {
-                report(
-                    .failed(
-                        self.missingDirectoryError(FileErrors.error(e, "cannot write \(path)"), part: path),
-                        retryAfter: nil))
-                return
+            guard self.digestAccepted(digest, partPath: nil, report: report) else { return }
+            var p = JobPatch()
+            p.finalizing = true
+            p.sha256 = .some(digest)
+            p.total = .some(size)
+            p.segments = .some(nil)
+            self.write(p)
+            self.engine.afterCommit {
+                guard self.phase != .ended else { return }
+                Destination(path: dest).writeAndMoveIntoPlace(
+                    bytes, part: path, mode: self.engine.config.fileMode, replace: self.record.request.replace == true,
+                    syncer: self.engine.directorySyncer
+                ) { outcome in
+                    switch outcome {
+                    case .inPlace:
+                        report(.completed(sha256: digest))
+                    case .notWritten(let e):
+                        guard self.phase != .ended else { return }
+                        self.write(Self.notFinalizing)
+                        report(
+                            .failed(
+                                self.missingDirectoryError(FileErrors.error(e, "cannot write \(path)"), part: path),
+                                retryAfter: nil))
+                    case .notMoved(let error):
+                        guard self.phase != .ended else {
+                            if self.discarded { unlink(path) }  // removed meanwhile: nothing may be left behind
+                            return
+                        }
+                        self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
+                        self.write(Self.notFinalizing)
+                        report(.failed(error, retryAfter: nil))
+                    }
+                }
             }
-            self.engine.checkpointer.recorded(self.jobId, generation: gen, offset: size)
-            self.checkDigest(partPath: path, dest: dest, size: size, report: report)
         }
+    }
+
+    /// The change that ends a finalization that failed.
+    private static var notFinalizing: JobPatch {
+        var p = JobPatch()
+        p.finalizing = false
+        return p
+    }
+
+    /// Whether `digest` is the one `--sha256` asks for (or none is asked for); if not, the part
+    /// (when there is one) is deleted and the attempt fails with `checksum`.
+    private func digestAccepted(
+        _ digest: String, partPath: String?, report: @escaping (AttemptOutcome) -> Void
+    ) -> Bool {
+        guard let want = record.request.sha256, want.lowercased() != digest else { return true }
+        if let partPath { unlink(partPath) }
+        write(engine.checkpointer.discard(jobId))
+        report(
+            .failed(
+                TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil))
+        return false
     }
 
     /// Checks `--sha256`, records that the job is finalizing, and once that is committed moves
@@ -510,16 +561,7 @@ final class DownloadTask: TransferTask {
     private func verified(
         partPath: String, dest: Destination, size: Int64, digest: String, report: @escaping (AttemptOutcome) -> Void
     ) {
-        guard phase != .ended else { return }
-        if let want = record.request.sha256, want.lowercased() != digest {
-            unlink(partPath)
-            write(engine.checkpointer.discard(jobId))
-            report(
-                .failed(
-                    TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil
-                ))
-            return
-        }
+        guard phase != .ended, digestAccepted(digest, partPath: partPath, report: report) else { return }
         var p = JobPatch()
         p.finalizing = true
         p.durableBytes = size
@@ -535,9 +577,7 @@ final class DownloadTask: TransferTask {
                     report(.completed(sha256: digest))
                     return
                 }
-                var undo = JobPatch()
-                undo.finalizing = false
-                self.write(undo)
+                self.write(Self.notFinalizing)
                 report(.failed(error, retryAfter: nil))
             }
         }

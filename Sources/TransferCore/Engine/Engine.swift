@@ -181,9 +181,13 @@ public final class Engine: AttemptHost {
                 let part = Destination.partPath(dest)
                 var st = stat()
                 let partExists = stat(part, &st) == 0
-                if f.finalizing && !partExists && FileManager.default.fileExists(atPath: dest) {
-                    // Crashed between the rename and the row update: the file is in place.
+                if f.finalizing && !partExists, let r = try store.job(f.id),
+                    Destination.holdsFinishedDownload(dest, size: r.total, sha256: r.sha256)
+                {
+                    // Crashed between the rename and the row update: the file is in place (a small
+                    // one's bytes were synced just before its rename, in the same work item).
                     fileInPlace = true
+                    if let total = r.total { p.durableBytes = total }
                     Log.info("recovered: completed \(dest)", job: f.id)
                 } else if partExists && f.segmented {
                     // Ranges of a segmented download: each resumes from its own durable offset

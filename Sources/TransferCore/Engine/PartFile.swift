@@ -47,19 +47,21 @@ public final class PartFile {
     public static func writeWhole(
         loop: EventLoop, path: String, bytes: [UInt8], mode: mode_t, completion: @escaping (Int32) -> Void
     ) {
-        WorkPool.run(
-            loop,
-            {
-                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-                if fd < 0 { return errno }
-                var e = bytes.withUnsafeBytes { buf in
-                    buf.isEmpty ? 0 : Self.writeAll(fd, buf.baseAddress!, buf.count, at: 0)
-                }
-                if e == 0 { e = FileSync.syncNow(fd: fd, mode: mode) }
-                if Glibc.close(fd) != 0 && e == 0 { e = errno }
-                if e != 0 { unlink(path) }
-                return e
-            }, done: completion)
+        WorkPool.run(loop, { writeWholeNow(path: path, bytes: bytes, mode: mode) }, done: completion)
+    }
+
+    /// ``writeWhole(loop:path:bytes:mode:completion:)``'s work, on the calling thread (a pool
+    /// thread): 0 or an errno; a file left half written is removed.
+    static func writeWholeNow(path: String, bytes: [UInt8], mode: mode_t) -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        if fd < 0 { return errno }
+        var e = bytes.withUnsafeBytes { buf in
+            buf.isEmpty ? 0 : Self.writeAll(fd, buf.baseAddress!, buf.count, at: 0)
+        }
+        if e == 0 { e = FileSync.syncNow(fd: fd, mode: mode) }
+        if Glibc.close(fd) != 0 && e == 0 { e = errno }
+        if e != 0 { unlink(path) }
+        return e
     }
 
     /// Writes all of `count` bytes at `offset` of `fd` (`pwrite`, again after a short write or
