@@ -197,6 +197,36 @@ def test_files_around_the_held_limit_survive_kill_9_in_directory_mode_byte_ident
     assert sorted(os.listdir(out)) == sorted(dest.name for _, _, dest in files), "nothing else is left behind"
 
 
+@pytest.mark.timeout(240)
+def test_small_files_replacing_earlier_ones_of_the_same_length_survive_kill_9_byte_identical(
+        daemon_factory, nginx, key):
+    # A held body is recorded as finalizing, then written, synced and moved in one work item: a
+    # crash in between leaves the earlier file (same length, other bytes) with no part beside it.
+    # Recovery must not take it for the download (its digest differs): every file ends up as the
+    # server's, never the earlier one.
+    daemon = daemon_factory(args=("--max-active", "16"))
+    rng = _crash_rng()
+    out = daemon.work / "replaced"
+    out.mkdir()
+    files = []
+    for i in range(300):
+        size = 8 * 1024 + i
+        name = f"replaced/{key}-{i}.bin"
+        dest = out / f"f{i}.bin"
+        dest.write_bytes(b"e" * size)  # the earlier file: same length, other bytes
+        files.append((name, nginx.make_file(name, size), dest))
+    requests = [{"url": nginx.url(name), "destination": str(dest), "replace": True} for name, _, dest in files]
+    ids = _add_many(daemon, requests)
+    _kill_9_three_times(daemon, rng, 0.5)
+    for id in ids:
+        daemon.wait_state(id, "completed", timeout=120)
+    for name, digest, dest in files:
+        assert sha256_file(dest) == digest, f"{dest} is not the server's file"
+    assert sorted(os.listdir(out)) == sorted(dest.name for _, _, dest in files), "nothing else is left behind"
+    for job in daemon.jobs():
+        assert job["bytes"] == job["total"] == os.path.getsize(job["destination"]), job
+
+
 def test_a_slow_small_file_is_checkpointed_to_its_part_within_about_a_second(daemon, faultserver, key):
     # A body small enough to be held in memory still gets its part at the first periodic
     # checkpoint, so kill -9 costs at most about a second of it, as for any download.
