@@ -36,8 +36,19 @@ final class CurlErrorClassifierTests: XCTestCase {
 
     func testThatRedirectFailuresAreNotRetryable() {
         XCTAssertEqual(classify(CURLE_TOO_MANY_REDIRECTS).code, .redirect)
-        XCTAssertEqual(classify(CURLE_UNSUPPORTED_PROTOCOL).code, .redirect)
+        XCTAssertEqual(
+            classify(CURLE_UNSUPPORTED_PROTOCOL, "Protocol \"ftp\" not supported or disabled in libcurl").code,
+            .redirect)
+        XCTAssertEqual(classify(CURLE_UNSUPPORTED_PROTOCOL, "Protocol \"ftp\" not supported").code, .redirect)
         XCTAssertFalse(classify(CURLE_TOO_MANY_REDIRECTS).retryable)
+    }
+
+    func testThatAReplyThatIsNotHTTPIsANetworkErrorNotARedirect() {
+        for message in ["Unsupported HTTP version in response", "Received HTTP/0.9 when not allowed"] {
+            let error = classify(CURLE_UNSUPPORTED_PROTOCOL, message)
+            XCTAssertEqual(error.code, .network, message)
+            XCTAssertFalse(error.retryable, message)
+        }
     }
 
     func testThatLocalWriteAndReadFailuresAreIOErrors() {

@@ -633,6 +633,13 @@ class Handler(socketserver.BaseRequestHandler):
     def serve_data(self, wants_close: bool) -> bool:
         q = self.q
         head_only = self.method == "HEAD"
+        if q.flag("garbage") and self.faulty:
+            # Not HTTP at all: one line of text, then the connection closes.
+            self.send(b"garbage, not HTTP\r\n")
+            self.entry["end"] = time.time()
+            self.entry["done"] = True
+            self.close_now()
+            return False
         early = self.precheck()
         if early is not None:
             status, hs, body = early

@@ -362,6 +362,17 @@ def test_a_redirect_to_another_scheme_fails_with_redirect(daemon, faultserver, k
     assert len(faultserver.log(key)) == 1
 
 
+def test_a_reply_that_is_not_http_fails_as_network_not_redirect(daemon, faultserver, key):
+    # libcurl reports "Received HTTP/0.9 when not allowed" with the code it also uses for a redirect
+    # to another scheme; no redirect was involved here, so the error is the server's: network.
+    dest = daemon.work / "garbage"
+    id = daemon.download(faultserver.url(size=10, key=key, garbage=1), "-o", dest)
+    job = daemon.wait_state(id, "failed")
+    assert job["error"]["code"] == "network", job["error"]
+    assert job["error"]["retryable"] is False and job["attempts"] == 1
+    assert not dest.exists() and not (daemon.work / "garbage.aftpart").exists()
+
+
 def test_credentials_are_not_sent_to_another_host_after_a_redirect(daemon, faultserver, key):
     other = faultserver.url(host="localhost", size=500, seed=3, key=key)
     id = daemon.download(faultserver.url(key=key, redirect=other), "-o", daemon.work / "r.bin",

@@ -9,13 +9,16 @@ import CCurl
 /// | `COULDNT_RESOLVE_HOST`/`_PROXY`, `COULDNT_CONNECT`, `SEND_ERROR`, `RECV_ERROR`, `GOT_NOTHING`, `PARTIAL_FILE`, `HTTP2`, `HTTP2_STREAM`, `HTTP3`, `QUIC_CONNECT_ERROR` | `network` | yes |
 /// | `OPERATION_TIMEDOUT` | `timeout` | yes |
 /// | `SSL_*`, `PEER_FAILED_VERIFICATION`, `USE_SSL_FAILED` | `tls` | no |
-/// | `TOO_MANY_REDIRECTS`, `UNSUPPORTED_PROTOCOL` | `redirect` | no |
+/// | `TOO_MANY_REDIRECTS`, `UNSUPPORTED_PROTOCOL` naming a scheme (`Protocol "ftp" not supported…`) | `redirect` | no |
 /// | `WRITE_ERROR`, `READ_ERROR` (the local file) | `io` | no |
 /// | `HTTP_RETURNED_ERROR` (22) | `http_status` | per ``RetryPolicy/retryableStatuses`` when the message names the status, else no |
 /// | anything else | `network` | no |
 ///
-/// `UNSUPPORTED_PROTOCOL` is `redirect` because the daemon itself only ever starts http(s)
-/// requests: libcurl reports it when a redirect leads to another scheme. Everything else is a
+/// `UNSUPPORTED_PROTOCOL` naming a scheme is `redirect` because the daemon itself only ever starts
+/// http(s) requests: libcurl reports it so when a redirect leads to another scheme. libcurl also
+/// reports it for a reply that is not HTTP/1.x or later (`Unsupported HTTP version in response`,
+/// `Received HTTP/0.9 when not allowed`): that is a server speaking something else, a non-retryable
+/// `network` error like the rest of the table's last row. Everything else is a
 /// non-retryable `network` error: those codes mean a bug, a misconfiguration or a server that
 /// speaks something other than HTTP, which trying again will not cure. `ABORTED_BY_CALLBACK` (42)
 /// and `RANGE_ERROR` (33) are among them: the daemon causes or handles those itself (pause,
@@ -51,8 +54,10 @@ public enum CurlErrorClassifier {
             CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
             return (.tls, false)
-        case CURLE_TOO_MANY_REDIRECTS, CURLE_UNSUPPORTED_PROTOCOL:
+        case CURLE_TOO_MANY_REDIRECTS:
             return (.redirect, false)
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            return (message.hasPrefix("Protocol \"") ? .redirect : .network, false)
         case CURLE_WRITE_ERROR, CURLE_READ_ERROR:
             return (.io, false)
         case CURLE_HTTP_RETURNED_ERROR:
