@@ -132,6 +132,50 @@ def test_a_file_that_appears_at_the_destination_during_the_transfer_fails_with_d
     assert dest.read_bytes() == b"precious"
 
 
+def test_a_running_job_shows_the_status_of_its_attempts_response(daemon, faultserver, key):
+    # SPEC: httpStatus is the last response status (the job object's example: running, 206).
+    dest = daemon.work / "status.bin"
+    id = daemon.download(faultserver.url(size=600_000, key=key, slow=150_000), "-o", dest)
+    job = daemon.wait_bytes(id, 1)
+    assert job["state"] == "running" and job["httpStatus"] == 200, job
+    daemon.cli("pause", str(id), check=0)
+    daemon.wait_state(id, "paused")
+    daemon.cli("resume", str(id), check=0)
+    deadline = time.monotonic() + 30
+    while True:
+        job = daemon.job(id)
+        if job["state"] == "running" and job["httpStatus"] == 206:
+            break
+        assert job["state"] in ("queued", "running"), job
+        assert time.monotonic() < deadline, f"the resumed attempt's 206 never showed: {job}"
+        time.sleep(0.05)
+    job = daemon.wait_state(id, "completed")
+    assert job["httpStatus"] == 206
+    assert sha256_file(dest) == faultserver.sha256(600_000)
+
+
+def test_a_failed_job_shows_no_digest_even_when_an_earlier_attempt_finished_its_part(daemon, faultserver, key):
+    # SPEC: sha256 is the finished file's. A part finished but not moved into place (a file
+    # appeared at the destination), then damaged and found out by its checksum: no digest shows.
+    dest = daemon.work / "tam.bin"
+    part = daemon.work / "tam.bin.aftpart"
+    id = daemon.download(faultserver.url(size=400_000, key=key, slow=400_000), "-o", dest,
+                         "--sha256", faultserver.sha256(400_000))
+    daemon.wait_bytes(id, 1)
+    dest.write_bytes(b"x")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "destination_exists" and job["sha256"] is None, job
+    assert part.stat().st_size == 400_000
+    with open(part, "r+b") as f:
+        f.seek(1000)
+        f.write(b"ZZZZ")
+    dest.unlink()
+    daemon.cli("retry", str(id), check=0)
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "checksum" and job["sha256"] is None, job
+    assert not part.exists() and not dest.exists()
+
+
 def test_sha256_that_matches_completes(daemon, faultserver, key):
     dest = daemon.work / "ok.bin"
     id = daemon.download(faultserver.url(size=70_000, seed=8, key=key), "-o", dest,

@@ -534,10 +534,12 @@ final class DownloadTask: TransferTask {
         }
     }
 
-    /// The change that ends a finalization that failed.
+    /// The change that ends a finalization that failed: no longer finalizing, and no digest (SPEC:
+    /// `sha256` is the finished file's).
     private static var notFinalizing: JobPatch {
         var p = JobPatch()
         p.finalizing = false
+        p.sha256 = .some(nil)
         return p
     }
 
@@ -548,7 +550,9 @@ final class DownloadTask: TransferTask {
     ) -> Bool {
         guard let want = record.request.sha256, want.lowercased() != digest else { return true }
         if let partPath { unlink(partPath) }
-        write(engine.checkpointer.discard(jobId))
+        var p = engine.checkpointer.discard(jobId)
+        p.sha256 = .some(nil)  // a digest an earlier attempt recorded is no finished file's
+        write(p)
         report(
             .failed(
                 TransferError(.checksum, "sha256 is \(digest), expected \(want)", retryable: false), retryAfter: nil))

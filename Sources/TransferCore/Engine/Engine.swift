@@ -936,7 +936,8 @@ public final class Engine: AttemptHost {
 
     private func live(_ t: TransferTask) -> LiveProgress {
         LiveProgress(
-            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections)
+            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections,
+            httpStatus: t.lastStatus)
     }
 
     private func snapshot(_ id: Int64) -> JobSnapshot? {

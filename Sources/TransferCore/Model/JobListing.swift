@@ -83,13 +83,17 @@ public struct LiveProgress: Equatable, Sendable {
     public var rate: Double
     /// Connections open now.
     public var connections: Int
+    /// The running attempt's last response status, once it has one (the stored one is the last
+    /// ended attempt's).
+    public var httpStatus: Int?
 
     /// Creates live progress.
-    public init(bytes: Int64, total: Int64?, rate: Double, connections: Int = 0) {
+    public init(bytes: Int64, total: Int64?, rate: Double, connections: Int = 0, httpStatus: Int? = nil) {
         self.bytes = bytes
         self.total = total
         self.rate = rate
         self.connections = connections
+        self.httpStatus = httpStatus
     }
 }
 
@@ -109,7 +113,8 @@ extension JobSnapshot {
         self.init(
             id: l.id, kind: l.kind, url: URLRedaction.redact(l.url), method: l.method, state: l.state,
             destination: l.destination, bytes: bytes, total: total, fraction: fraction, rate: rate, eta: eta,
-            attempts: l.attempts, httpStatus: l.httpStatus, error: l.error, waitReason: l.waitReason,
+            attempts: l.attempts, httpStatus: live?.httpStatus ?? l.httpStatus, error: l.error,
+            waitReason: l.waitReason,
             nextRetryAt: l.nextRetryAt.map(Timestamp.rfc3339), insecure: l.insecure, sha256: l.sha256,
             createdAt: Timestamp.rfc3339(l.createdAt), updatedAt: Timestamp.rfc3339(l.updatedAt),
             completedAt: l.completedAt.map(Timestamp.rfc3339), history: l.history,
