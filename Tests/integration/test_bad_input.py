@@ -67,6 +67,23 @@ def test_an_existing_directory_as_the_output_file_is_refused(daemon, faultserver
     assert_refused(daemon, r)
 
 
+@pytest.mark.parametrize("name", ["newdir/", "newdir/.", "sub/newdir/.."])
+def test_an_output_name_that_means_a_directory_is_refused_not_written_as_a_file(daemon, faultserver, key, name):
+    # curl fails on `-o newdir/`; normalizing the path must not turn it into a file called newdir.
+    (daemon.work / "sub").mkdir()
+    r = daemon.cli("download", faultserver.url(key=key), "-o", name, "--create-dirs", cwd=daemon.work)
+    assert_refused(daemon, r, mention="names a directory")
+    assert not (daemon.work / "newdir").exists()
+
+
+def test_a_list_line_whose_file_means_a_directory_is_refused(daemon, faultserver, key):
+    lst = daemon.work / "list.txt"
+    lst.write_text(f"{faultserver.url(key=key)}\tnewdir/\n")
+    r = daemon.cli("download", "-i", lst, "-d", daemon.work)
+    assert_refused(daemon, r, mention="line 1")
+    assert not (daemon.work / "newdir").exists()
+
+
 BAD_OPTIONS = [
     ("-H", "NoColonHere"),
     ("-H", ": no name"),

@@ -54,4 +54,15 @@ public struct Paths: Sendable, Equatable {
         let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         return URL(fileURLWithPath: full).standardizedFileURL.path
     }
+
+    /// ``absolute(_:)`` for a file the daemon is to create (`-o`, `--response`, a list's file): a
+    /// name that can only mean a directory (ending in `/`, `/.` or `/..`) keeps a trailing `/`,
+    /// so that the daemon refuses it ("names a directory, not a file") where normalizing would
+    /// have turned `new/` into a file called `new`.
+    public static func absoluteFile(_ path: String) -> String {
+        let resolved = absolute(path)
+        let meansDirectory =
+            path.hasSuffix("/") || path == "." || path == ".." || path.hasSuffix("/.") || path.hasSuffix("/..")
+        return meansDirectory && !resolved.hasSuffix("/") ? resolved + "/" : resolved
+    }
 }

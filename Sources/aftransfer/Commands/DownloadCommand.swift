@@ -93,7 +93,7 @@ struct DownloadCommand: ParsableCommand {
         } else if let url {
             var request = makeRequest(url: url)
             if let output {
-                request.destination = Paths.absolute(output)
+                request.destination = Paths.absoluteFile(output)
             } else {
                 request.directory = directory
             }

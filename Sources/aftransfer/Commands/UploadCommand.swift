@@ -90,7 +90,7 @@ struct UploadCommand: ParsableCommand {
                 }
             }
         }
-        request.response = response.map(Paths.absolute)
+        request.response = response.map(Paths.absoluteFile)
         request.resumable = resumable?.lowercased()
         request.sha256 = sha256
         transfer.apply(to: &request)

@@ -97,8 +97,8 @@ struct ListFile {
     /// the entries whose name the server suggests.
     static func target(of entry: Entry, in directory: String) -> String? {
         guard let file = entry.file else { return nil }
-        if file.hasPrefix("/") { return Paths.absolute(file) }
-        return Paths.absolute(directory + "/" + file)
+        if file.hasPrefix("/") { return Paths.absoluteFile(file) }
+        return Paths.absoluteFile(directory + "/" + file)
     }
 
     /// The first two entries that would write the same file: the same named target, or the same
