@@ -87,6 +87,28 @@ def test_a_kill_9_leaves_a_stale_socket_that_does_not_stop_the_next_start(daemon
     assert "result" in daemon.rpc("daemon.status")
 
 
+def test_a_socket_path_holding_a_file_or_another_daemons_live_socket_is_left_alone(daemon, daemon_factory):
+    # Only a stale socket is replaced. A regular file keeps its bytes; another daemon's live socket
+    # (another home given the same --socket) keeps serving that daemon.
+    other = daemon_factory(start=False)
+    precious = other.work / "important.txt"
+    precious.write_text("important data")
+    for target, why in ((precious, "is not a socket"), (daemon.socket, "answers on")):
+        p = subprocess.run(other.command(("--socket", str(target))), capture_output=True, text=True,
+                           timeout=15, env=other.env)
+        assert p.returncode == 1, f"exit {p.returncode}: {p.stderr}"
+        assert why in p.stderr, p.stderr
+    assert precious.read_text() == "important data"
+    assert daemon.rpc_result("daemon.status")["home"] == str(daemon.home), "the first daemon still answers"
+
+
+def test_a_socket_in_a_missing_directory_is_named_as_such(daemon_factory):
+    d = daemon_factory(start=False)
+    p = subprocess.run(d.command(("--socket", str(d.work / "nodir" / "a.sock"))), capture_output=True, text=True,
+                       timeout=15, env=d.env)
+    assert p.returncode == 1 and "does not exist" in p.stderr, p.stderr
+
+
 def test_logs_go_to_stderr_one_line_an_event_with_the_job_id(daemon, faultserver, key):
     id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "lg")
     daemon.wait_state(id, "completed")

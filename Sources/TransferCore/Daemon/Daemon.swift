@@ -179,8 +179,9 @@ public final class Daemon {
         signals = []
         shutdownTimer?.close()
         if let notifySocket { SocketActivation.notify("STOPPING=1", socketPath: notifySocket) }
-        // An inherited socket belongs to systemd, which keeps listening on it.
-        if inheritedListener == nil { unlink(config.paths.socket) }
+        // An inherited socket belongs to systemd, which keeps listening on it; a path this daemon
+        // never bound (it was refused: ``SocketPath``) is someone else's.
+        if inheritedListener == nil, server != nil { unlink(config.paths.socket) }
         Log.info("stopped")
         // The handles closed above are freed in this loop pass's close phase; uv_stop ends the
         // run after it, even if the engine's curl handles are still open.

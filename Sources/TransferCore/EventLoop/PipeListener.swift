@@ -17,18 +17,20 @@ public final class PipeListener {
     private let onConnection: (PipeStream) -> Void
     private var closed = false
 
-    /// Binds `path` (replacing a stale socket file), makes it 0600 and listens.
+    /// Binds `path` (replacing only a stale socket: ``SocketPath/clear(_:)``), makes it 0600 and
+    /// listens.
     /// - Parameters:
     ///   - loop: the loop.
     ///   - path: the socket path; its directory should be private already.
     ///   - allowedUID: the only peer uid served (SO_PEERCRED); others are closed at once.
     ///   - onConnection: receives each accepted connection; the receiver keeps it alive.
-    /// - Throws: ``UVError`` when the socket cannot be bound or listened on.
+    /// - Throws: ``SocketPath/Refusal`` when something else is at `path`, ``UVError`` when the
+    ///   socket cannot be bound or listened on.
     public convenience init(
         loop: EventLoop, path: String, allowedUID: uid_t = getuid(), onConnection: @escaping (PipeStream) -> Void
     ) throws {
         try self.init(loop: loop, what: path, allowedUID: allowedUID, onConnection: onConnection) { handle in
-            unlink(path)
+            try SocketPath.clear(path)
             try UVError.check(uv_pipe_bind(handle, path), "bind \(path)")
             chmod(path, 0o600)
         }
