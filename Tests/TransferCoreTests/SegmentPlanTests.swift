@@ -42,11 +42,15 @@ final class SegmentPlanTests: XCTestCase {
         XCTAssertEqual(p.segments.count, 3)
     }
 
-    func testThatARemainderUnderTwoMinimumSplitsIsNotSplit() {
+    func testThatARemainderOfMoreThanOneMiBIsSplitAndOneOfAtMostOneMiBIsNot() {
         var p = SegmentPlan(total: 4 * mib, connections: 2)
         p.advance(0, by: 2 * mib)
         p.advance(2 * mib, by: mib / 2)
-        XCTAssertNil(p.nextWork(busy: [2 * mib]))
+        XCTAssertEqual(p.nextWork(busy: [2 * mib]), 2 * mib + mib / 2 + 3 * mib / 4, "1.5 MiB left: split")
+        var q = SegmentPlan(total: 4 * mib, connections: 2)
+        q.advance(0, by: 2 * mib)
+        q.advance(2 * mib, by: mib)
+        XCTAssertNil(q.nextWork(busy: [2 * mib]), "exactly 1 MiB left: no split")
     }
 
     func testThatAnUnfetchedSegmentNobodyFetchesIsTakenBeforeStealing() {

@@ -108,6 +108,19 @@ def test_a_200_to_one_ranged_request_restarts_from_byte_0_on_one_connection(daem
     assert _restarts(log) == 1, log
 
 
+def test_no_connection_idles_while_another_range_has_more_than_1_mib_left(daemon, faultserver, key):
+    # 8 MiB over 4 ranges of 2 MiB; the first two requests stall for 8 s after 100,000 bytes. The
+    # two ranges that finish must each take half of a stalled range (~1.9 MiB left), not wait.
+    size = 8 * MiB
+    url = faultserver.url(size=size, seed=5, key=key, stall=100_000, stallfor=8, times=2)
+    dest = daemon.work / "idle.bin"
+    id = daemon.download(url, "-x", "4", "-o", dest)
+    wait_until(lambda: len(ranged(faultserver.log(key))) >= 5, timeout=6,
+               what="a fifth ranged request taking over half of a stalled range")
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, 5)
+
+
 def test_content_that_changes_between_ranged_requests_is_never_spliced(daemon, faultserver, key):
     size = 8 * MiB
     # From the 2nd request on the server has a new version, and ignores If-Range: the ranges

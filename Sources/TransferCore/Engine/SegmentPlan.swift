@@ -23,7 +23,9 @@ public struct SegmentPlan: Equatable, Sendable {
         public var isComplete: Bool { fetched >= end }
     }
 
-    /// No range smaller than this is split off (1 MiB).
+    /// No range smaller than this is planned at the start (1 MiB); a range being fetched is split
+    /// for a free connection while more than this is left of it (SPEC: "no connection idles
+    /// while another has more than 1 MiB left").
     public static let minimumSplit: Int64 = 1 << 20
     /// Smaller downloads use one connection (2 MiB).
     public static let minimumSize: Int64 = 2 << 20
@@ -113,8 +115,8 @@ public struct SegmentPlan: Equatable, Sendable {
 
     /// Work for a free connection: the start of the segment it should fetch. First an unfinished
     /// segment nobody fetches (`busy` are the starts being fetched), the largest; else the
-    /// second half of the largest remainder being fetched, split off as a new segment, if both
-    /// halves are at least ``minimumSplit``. Nil when there is nothing worth taking.
+    /// second half of the largest remainder being fetched, split off as a new segment, if more
+    /// than ``minimumSplit`` is left of it. Nil when there is nothing worth taking.
     public mutating func nextWork(busy: Set<Int64>) -> Int64? {
         if let idle = segments.filter({ !$0.isComplete && !busy.contains($0.start) }).max(by: {
             $0.remaining < $1.remaining
@@ -124,7 +126,7 @@ public struct SegmentPlan: Equatable, Sendable {
         guard
             let i = segments.indices.filter({ busy.contains(segments[$0].start) }).max(by: {
                 segments[$0].remaining < segments[$1].remaining
-            }), segments[i].remaining >= 2 * Self.minimumSplit
+            }), segments[i].remaining > Self.minimumSplit
         else { return nil }
         let mid = segments[i].fetched + segments[i].remaining / 2
         let tail = Segment(start: mid, end: segments[i].end, fetched: mid, durable: mid)
