@@ -179,6 +179,7 @@ def test_a_download_larger_than_the_free_space_waits_before_it_writes(daemon, fa
     job = daemon.wait_state(id, "waiting", timeout=20)
     assert_waits_for_disk(job)
     assert "6.0 MiB" in job["error"]["message"], job
+    assert job["total"] == size and job["fraction"] == 0, "the size is known: the waiting job shows it"
     part = fs.path / "large.bin.aftpart"
     assert not part.exists() or part.stat().st_size == 0, "nothing is written before the space is there"
     fs.resize(16 * MiB)

@@ -237,6 +237,10 @@ final class DownloadTask: TransferTask {
             total = header("content-length").flatMap { Int64($0) }
         }
         if let err = Self.lacksSpace(for: total, from: offset, partPath: partPath) {
+            // The size is known now: the waiting job shows it (and how much is missing).
+            var p = JobPatch()
+            p.total = .some(total)
+            write(p)
             abortError = err
             return
         }
