@@ -117,6 +117,29 @@ def test_logs_go_to_stderr_one_line_an_event_with_the_job_id(daemon, faultserver
     assert any(re.search(rf"\b{id}\b", l) for l in lines), "log lines name the job id"
 
 
+def test_control_commands_and_a_final_failure_are_logged_with_the_job_id(daemon, faultserver, key):
+    # SPEC: one line an event, with the job id: pause, resume, cancel, remove and failing too.
+    slow = daemon.download(faultserver.url(size=2_000_000, key=key, slow=200_000), "-o", daemon.work / "s1")
+    other = daemon.download(faultserver.url(size=2_000_000, key=key, slow=200_000), "-o", daemon.work / "s2")
+    missing = daemon.download(faultserver.url(size=10, key=key, status=404), "-o", daemon.work / "m",
+                              "--retries", "0")
+    daemon.wait_bytes(slow, 1)
+    daemon.cli("pause", str(slow), check=0)
+    daemon.wait_state(slow, "paused")
+    daemon.cli("resume", str(slow), check=0)
+    daemon.cli("cancel", str(other), check=0)
+    daemon.wait_state(missing, "failed")
+    daemon.cli("remove", str(slow), check=0)
+
+    def logged(id, what):
+        return any(re.search(rf"job={id}\b.*{what}", l) for l in daemon.log_text().splitlines())
+
+    wait_until(lambda: logged(slow, "removed"), timeout=10, what="the removal in the log")
+    assert logged(slow, "paused") and logged(slow, r"queued again \(was paused\)")
+    assert logged(other, "cancelled")
+    assert logged(missing, "failed: http_status")
+
+
 def test_max_active_is_a_daemon_option(daemon_factory):
     d = daemon_factory(args=("--max-active", "2"))
     assert d.rpc_result("daemon.status")["maxActive"] == 2

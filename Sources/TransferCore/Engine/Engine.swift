@@ -405,6 +405,7 @@ public final class Engine: AttemptHost {
     /// Writes a decided transition (pending batch and memory) and performs its actions.
     private func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts) {
         write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
+        logChange(id, from: facts.state, t)
         var runScheduler = false
         for action in t.actions {
             switch action {
@@ -436,6 +437,31 @@ public final class Engine: AttemptHost {
             }
         }
         if runScheduler { schedule() }
+    }
+
+    /// One log line for a change of state that no other line tells (SPEC: one line an event, with
+    /// the job id): a start, an attempt's end and a completion have theirs already.
+    private func logChange(_ id: Int64, from: TransferState, _ t: JobTransition) {
+        if t.actions.contains(.deleteRow) {
+            Log.info("removed", job: id)
+            return
+        }
+        guard let to = t.patch.state, to != from else { return }
+        switch to {
+        case .paused, .cancelled:
+            Log.info(to.rawValue, job: id)
+        case .queued:
+            Log.info("queued again (was \(from.rawValue))", job: id)
+        case .waiting:
+            let reason = (t.patch.waitReason ?? nil)?.rawValue ?? "retry"
+            let at = (t.patch.nextRetryAt ?? nil).map { " until \(Timestamp.rfc3339($0))" } ?? ""
+            Log.info("waiting (\(reason))\(at)", job: id)
+        case .failed:
+            let error = (t.patch.error ?? nil).map { ": \($0.code.rawValue): \($0.message)" } ?? ""
+            Log.info("failed\(error)", job: id)
+        case .running, .completed:
+            break
+        }
     }
 
     private func notify(_ id: Int64) {
