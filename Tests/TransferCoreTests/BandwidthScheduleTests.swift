@@ -72,6 +72,8 @@ final class BandwidthScheduleTests: XCTestCase {
         l = try l.changed(download: nil, upload: "off", schedule: "off")
         XCTAssertEqual(l, BandwidthLimits(download: 3 << 20))
         XCTAssertThrowsError(try l.changed(download: "x", upload: nil, schedule: nil))
+        XCTAssertThrowsError(try l.changed(download: "1M", upload: nil, schedule: "00:00,2M"), "both: refused")
+        XCTAssertEqual(try l.changed(download: "1M", upload: nil, schedule: "off"), BandwidthLimits(download: 1 << 20))
     }
 
     func testThatASharedBudgetLetsThroughItsRateAndNoMore() {

@@ -16,7 +16,7 @@ final class RequestValidatorTests: XCTestCase {
         root = dir.path
         try mkdir("dir")
         try write("file.txt")
-        try write("cert.pem")
+        try write("cert.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     }
 
     override func tearDownWithError() throws {
@@ -453,6 +453,17 @@ final class RequestValidatorTests: XCTestCase {
         assertRefused(r, mentioning: "cacert")
         r.cacert = nil
         r.pinCert = path("missing.pem")
+        assertRefused(r, mentioning: "pinCert")
+    }
+
+    func testThatACertificateFileWithoutAPEMCertificateIsRefused() throws {
+        try write("not.pem", "{\"json\": true}")
+        var r = download()
+        r.cacert = path("not.pem")
+        assertRefused(r, mentioning: "cacert")
+        XCTAssertThrowsError(try RequestValidator.validate(r)) { XCTAssertTrue("\($0)".contains("no PEM certificate")) }
+        r.cacert = nil
+        r.pinCert = path("not.pem")
         assertRefused(r, mentioning: "pinCert")
     }
 

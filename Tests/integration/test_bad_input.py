@@ -84,6 +84,14 @@ def test_a_list_line_whose_file_means_a_directory_is_refused(daemon, faultserver
     assert not (daemon.work / "newdir").exists()
 
 
+@pytest.mark.parametrize("option", ["--cacert", "--pin-cert"])
+def test_a_certificate_file_without_a_pem_certificate_is_refused_at_once(daemon, faultserver, key, option):
+    not_pem = daemon.work / "not.pem"
+    not_pem.write_text('{"not": "a certificate"}')
+    r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "x", option, not_pem)
+    assert_refused(daemon, r, mention="no PEM certificate")
+
+
 BAD_OPTIONS = [
     ("-H", "NoColonHere"),
     ("-H", ": no name"),

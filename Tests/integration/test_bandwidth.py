@@ -30,10 +30,12 @@ def test_a_malformed_rate_or_schedule_exits_2_and_changes_nothing(daemon):
     daemon.cli("limit", "--download", "1M", check=0)
     for args in (["--download", "fast"], ["--upload", "0"], ["--schedule", "25:00,1M"],
                  ["--schedule", "08:00"], ["--schedule", "08:00,1M 08:00,2M"], ["--schedule", ""],
-                 ["--download", "2M", "--schedule", "8:00,x"]):
+                 ["--download", "2M", "--schedule", "8:00,x"], ["--download", "2M", "--schedule", "00:00,3M"]):
         r = daemon.cli("limit", *args)
         assert r.rc == 2, (args, r)
     resp = daemon.rpc("daemon.limits", {"download": "lots"})
+    assert resp["error"]["code"] == -32602, resp
+    resp = daemon.rpc("daemon.limits", {"download": "2M", "schedule": "00:00,3M"})
     assert resp["error"]["code"] == -32602, resp
     assert daemon.cli_json("limit", "--json")["download"] == MiB
 

@@ -30,6 +30,11 @@ public struct BandwidthLimits: Equatable, Sendable {
     ///   is changed then: the caller keeps the old value).
     public func changed(download: String?, upload: String?, schedule: String?) throws -> BandwidthLimits {
         var next = self
+        if download != nil, let schedule, schedule.trimmingCharacters(in: .whitespaces).lowercased() != "off" {
+            // Each would clear the other (SPEC): which one was meant is not for the daemon to guess.
+            throw TransferError(
+                .invalidRequest, "--download and --schedule both set the download limit: give one of them")
+        }
         if let download {
             next.download = try Self.rate(download, option: "--download")
             next.schedule = nil

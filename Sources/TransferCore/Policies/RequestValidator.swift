@@ -131,8 +131,8 @@ public enum RequestValidator {
             throw invalid("retries: must be between \(retriesRange.lowerBound) and \(retriesRange.upperBound)")
         }
 
-        if let cacert = r.cacert { try checkReadableFile(cacert, field: "cacert") }
-        if let pinCert = r.pinCert { try checkReadableFile(pinCert, field: "pinCert") }
+        if let cacert = r.cacert { try checkCertificateFile(cacert, field: "cacert") }
+        if let pinCert = r.pinCert { try checkCertificateFile(pinCert, field: "pinCert") }
         if let pinPubkey = r.pinPubkey { try validatePinPubkey(pinPubkey) }
 
         if let onEnd = r.onEnd {
@@ -345,6 +345,24 @@ public enum RequestValidator {
             throw invalid("\(field): \(printable(path)) is not a regular file")
         case .inaccessible(let reason):
             throw invalid("\(field): cannot inspect \(printable(path)): \(reason)")
+        }
+    }
+
+    /// The largest certificate file read to check it (a CA bundle is a few hundred KiB).
+    static let certificateFileLimit = 4 << 20
+
+    /// Checks a `--cacert` or `--pin-cert` file: readable, and holding at least one PEM
+    /// certificate (what libcurl and the pin read), so that a wrong file is refused at once
+    /// rather than failing every attempt with `tls`.
+    private static func checkCertificateFile(_ path: String, field: String) throws {
+        try checkReadableFile(path, field: field)
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw invalid("\(field): \(printable(path)) is not readable")
+        }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: certificateFileLimit)) ?? Data()
+        guard !PinnedCertificate.pemBodies(String(decoding: data, as: UTF8.self)).isEmpty else {
+            throw invalid("\(field): \(printable(path)) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         }
     }
 
