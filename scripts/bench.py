@@ -38,7 +38,9 @@ one's dirty pages.
 small: N generated files from the same nginx; `curl --parallel --parallel-max 16 -K CONFIG`,
 `aria2c -i LIST -j16` and `aftransfer download -i LIST -d DIR --wait` against a fresh
 `aftransferd --max-active 16`, interleaved; the daemon's CPU (/proc/PID/stat) per job; every file's
-sha256 checked.
+sha256 checked. A reference row, "file-work floor (ref)", does only the file work SPEC asks of each
+finished download (scripts/bench-floor.c: copy, fdatasync, rename, shared directory fsync; 16
+threads), when a C compiler is found.
 
 queue: a fresh `aftransferd --max-active B` whose B slots hold downloads that trickle at 64 B/s
 (nginx limit_rate), then one `download -i` of n URLs that are never fetched; times the enqueue,
@@ -685,6 +687,11 @@ class Bench:
     # -- many small files (issue "The engine, rebuilt": 2,000 × 16 KiB, 16 slots)
 
     SMALL_TOOLS = ("curl --parallel", "aria2c -j16", "aftransfer")
+    # A reference, not a competitor: the file work SPEC asks of each finished download (create,
+    # write, fdatasync, rename, the directory's fsync shared as aftransferd shares it), in C on 16
+    # threads, copying the files nginx serves: no network, no database, no events. Left out when
+    # no C compiler is found.
+    FLOOR = "file-work floor (ref)"
 
     def small_setup(self) -> None:
         self.small_sizes = [int(x) for x in os.environ.get("BENCH_SMALL_SIZES", "200,2000").split(",") if x.strip()]
@@ -707,6 +714,19 @@ class Bench:
             os.chmod(path, 0o644)
             self.small_sha.append(hashlib.sha256(data).hexdigest())
         subprocess.run(["curl", "-s", "-o", "/dev/null", self.small_url(0)], check=True)
+        self.small_floor = None
+        cc = shutil.which("cc") or shutil.which("clang") or shutil.which("gcc")
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-floor.c")
+        if cc and os.path.exists(source):
+            exe = f"{self.work}/bench-floor"
+            r = subprocess.run([cc, "-O2", "-pthread", "-o", exe, source], capture_output=True, text=True)
+            if r.returncode == 0:
+                self.small_floor = exe
+            else:
+                print(f"  (no file-work floor: {cc} failed: {r.stderr.strip()[:200]})", flush=True)
+        else:
+            print("  (no file-work floor: no C compiler)", flush=True)
+        self.small_tools = self.SMALL_TOOLS + ((self.FLOOR,) if self.small_floor else ())
 
     @staticmethod
     def small_name(i: int) -> str:
@@ -743,6 +763,9 @@ class Bench:
         os.sync()
         return timed(["curl", "-s", "--parallel", "--parallel-max", "16", "-K", cfg])
 
+    def small_floor_run(self, n: int, lst: str, out: str, i: int) -> dict:
+        return timed([self.small_floor, f"{self.www}/small", out, str(n), "16"])
+
     def small_aria2c(self, n: int, lst: str, out: str, i: int) -> dict:
         return timed(["aria2c", "-i", lst, "-j16", "--file-allocation=none", "-d", out])
 
@@ -771,7 +794,7 @@ class Bench:
 
     def small_runs(self) -> None:
         fns = {"curl --parallel": self.small_curl, "aria2c -j16": self.small_aria2c,
-               "aftransfer": self.small_aftransfer}
+               "aftransfer": self.small_aftransfer, self.FLOOR: self.small_floor_run}
         kept: list[str] = []
         for n in self.small_sizes:
             lst = f"{self.work}/lists/small-{n}.txt"  # one URL a line, for aria2c -i and aftransfer -i
@@ -780,7 +803,7 @@ class Bench:
             print(f"== many small files: N={n} × {self.small_bytes // 1024} KiB, 16 at a time, "
                   f"{self.small_runs_n} runs each", flush=True)
             for i in range(self.small_runs_n):
-                for name in self.SMALL_TOOLS:
+                for name in self.small_tools:
                     out = f"{self.out_dir}/small-{n}-{name.split()[0]}-{i}"
                     os.makedirs(out)
                     os.sync()
@@ -832,7 +855,7 @@ class Bench:
             print()
             print("| tool | runs | mean wall (s) | min (s) | ms/job (mean) | CPU ms/job | peak RSS (MiB) |")
             print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-            for name in self.SMALL_TOOLS:
+            for name in self.small_tools:
                 s = self.small_stats(n, name)
                 k = len(self.small_killed.get((n, name), []))
                 if s:
@@ -853,6 +876,9 @@ class Bench:
                 sb = self.small_stats(n, b)
                 if a and sb:
                     print(f"| aftransfer/{b} | {a['mean'] / sb['mean']:.2f}× | {a['min'] / sb['min']:.2f}× | {target} |")
+            f, ar = self.small_stats(n, self.FLOOR), self.small_stats(n, "aria2c -j16")
+            if f and ar:
+                print(f"| {self.FLOOR}/aria2c -j16 | {f['mean'] / ar['mean']:.2f}× | {f['min'] / ar['min']:.2f}× | |")
         if len(self.small_sizes) > 1:
             print()
             print(f"How the cost grows with N ({kib} KiB files, 16 at a time; means of the runs):")
