@@ -1,4 +1,9 @@
+import CUV
 import Foundation
+
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
 
 /// Readies the path of the daemon's listening socket without harming what lies there: the one
 /// place that decides what may be replaced. A socket nobody listens on any more (left by a daemon
