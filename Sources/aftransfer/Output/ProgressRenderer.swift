@@ -34,7 +34,7 @@ final class ProgressRenderer {
     private let clock: () -> Double
     private var drawnLines = 0
     private var lastDraw = 0.0
-    private var lastStates: [Int64: String] = [:]
+    private var lastStates: [Int64: Shown] = [:]
     private var lastLine: [Int64: (time: Double, bytes: Int64)] = [:]
 
     /// Creates a renderer for `stream`, drawing bars when it is a terminal.
@@ -72,28 +72,46 @@ final class ProgressRenderer {
     ///   - force: redraw even if the last redraw was very recent.
     func update(_ jobs: [JobSnapshot], gone: Set<Int64> = [], force: Bool = false) {
         let now = clock()
-        let states = Dictionary(
-            uniqueKeysWithValues: jobs.map { ($0.id, gone.contains($0.id) ? "removed" : $0.state.rawValue) })
-        let stateChanged = states != lastStates
+        // Compared job by job in place: a dictionary of every job's state built on each update
+        // made following 100,000 jobs cost O(jobs) allocations ten times a second.
         switch style {
         case .bars:
+            var stateChanged = jobs.count != lastStates.count
+            if !stateChanged {
+                for job in jobs where lastStates[job.id] != Self.shown(job, gone) {
+                    stateChanged = true
+                    break
+                }
+            }
             guard force || stateChanged || now - lastDraw >= 1 / Self.maximumRedrawsPerSecond else { return }
             drawBars(jobs, gone: gone)
+            if stateChanged {
+                lastStates = Dictionary(uniqueKeysWithValues: jobs.map { ($0.id, Self.shown($0, gone)) })
+            }
         case .lines:
             for job in jobs {
-                let state = states[job.id] ?? ""
-                let previous = lastLine[job.id]
-                let changed = lastStates[job.id] != state
+                let shown = Self.shown(job, gone)
+                let changed = lastStates[job.id] != shown
                 let moved =
                     job.state == .running
-                    && previous.map { now - $0.time >= Self.lineInterval && $0.bytes != job.bytes } ?? true
+                    && lastLine[job.id].map { now - $0.time >= Self.lineInterval && $0.bytes != job.bytes } ?? true
                 guard changed || moved else { continue }
+                if changed { lastStates[job.id] = shown }
                 lastLine[job.id] = (now, job.bytes)
                 write(Self.plainLine(job, gone: gone.contains(job.id)) + "\n")
             }
         }
-        lastStates = states
         lastDraw = now
+    }
+
+    /// What a job shows as its state: its own, or removed.
+    private enum Shown: Equatable {
+        case state(TransferState)
+        case removed
+    }
+
+    private static func shown(_ job: JobSnapshot, _ gone: Set<Int64>) -> Shown {
+        gone.contains(job.id) ? .removed : .state(job.state)
     }
 
     /// Draws the final state and leaves the cursor on a fresh line.
