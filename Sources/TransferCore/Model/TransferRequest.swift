@@ -40,4 +40,37 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var connections: Int?
 
     public init(url: String) { self.url = url }
+
+    /// Decodes the params as given; `limitRate` may also be a plain number of bytes per second
+    /// (docs/rpc.md), as `daemon.limits` takes it.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try c.decodeIfPresent(String.self, forKey: .kind)
+        url = try c.decode(String.self, forKey: .url)
+        method = try c.decodeIfPresent(String.self, forKey: .method)
+        destination = try c.decodeIfPresent(String.self, forKey: .destination)
+        directory = try c.decodeIfPresent(String.self, forKey: .directory)
+        createDirs = try c.decodeIfPresent(Bool.self, forKey: .createDirs)
+        replace = try c.decodeIfPresent(Bool.self, forKey: .replace)
+        headers = try c.decodeIfPresent([String].self, forKey: .headers)
+        user = try c.decodeIfPresent(String.self, forKey: .user)
+        sha256 = try c.decodeIfPresent(String.self, forKey: .sha256)
+        priority = try c.decodeIfPresent(Int.self, forKey: .priority)
+        if let bytes = try? c.decodeIfPresent(Int64.self, forKey: .limitRate) {
+            limitRate = String(bytes)
+        } else {
+            limitRate = try c.decodeIfPresent(String.self, forKey: .limitRate)
+        }
+        retries = try c.decodeIfPresent(Int.self, forKey: .retries)
+        source = try c.decodeIfPresent(String.self, forKey: .source)
+        form = try c.decodeIfPresent([String].self, forKey: .form)
+        response = try c.decodeIfPresent(String.self, forKey: .response)
+        cacert = try c.decodeIfPresent(String.self, forKey: .cacert)
+        pinPubkey = try c.decodeIfPresent(String.self, forKey: .pinPubkey)
+        pinCert = try c.decodeIfPresent(String.self, forKey: .pinCert)
+        insecure = try c.decodeIfPresent(Bool.self, forKey: .insecure)
+        resumable = try c.decodeIfPresent(String.self, forKey: .resumable)
+        onEnd = try c.decodeIfPresent(String.self, forKey: .onEnd)
+        connections = try c.decodeIfPresent(Int.self, forKey: .connections)
+    }
 }
