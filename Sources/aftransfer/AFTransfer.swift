@@ -28,6 +28,9 @@ struct AFTransfer: ParsableCommand {
 
     /// Parses, runs, and maps every error to the SPEC's exit statuses.
     static func main() {
+        if let i = Paths.firstArgumentNotUTF8() {
+            exit(for: CLIFailure.usage("argument \(i) is not valid UTF-8 (paths and options must be UTF-8)"))
+        }
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -48,6 +48,9 @@ struct AFTransferDaemon: ParsableCommand {
     var onEnd: String?
 
     func validate() throws {
+        if let i = Paths.firstArgumentNotUTF8() {
+            throw ValidationError("argument \(i) is not valid UTF-8 (paths and options must be UTF-8)")
+        }
         guard (1...256).contains(maxActive) else { throw ValidationError("--max-active must be 1...256") }
         guard (1...256).contains(maxPerHost) else { throw ValidationError("--max-per-host must be 1...256") }
         guard (1...EngineConfig.maxConnections).contains(connections) else {

@@ -92,6 +92,17 @@ def test_a_certificate_file_without_a_pem_certificate_is_refused_at_once(daemon,
     assert_refused(daemon, r, mention="no PEM certificate")
 
 
+def test_a_path_that_is_not_utf8_is_refused_and_never_names_another_file(daemon, faultserver, key):
+    # Read as text, b"\xff\xfe" would become U+FFFD U+FFFD: the name of this other file.
+    other = daemon.work / "\ufffd\ufffdX"
+    other.write_text("precious")
+    raw = os.fsdecode(bytes(daemon.work) + b"/\xff\xfeX")
+    r = daemon.cli("download", faultserver.url(key=key), "-o", raw, "--replace")
+    assert_refused(daemon, r, mention="not valid UTF-8")
+    assert other.read_text() == "precious"
+    assert sorted(os.listdir(daemon.work)) == [other.name]
+
+
 BAD_OPTIONS = [
     ("-H", "NoColonHere"),
     ("-H", ": no name"),

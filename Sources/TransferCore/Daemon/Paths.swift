@@ -49,6 +49,17 @@ public struct Paths: Sendable, Equatable {
         return Paths(home: resolvedHome, socket: resolvedSocket)
     }
 
+    /// The position (from 1) of the first command-line argument that is not valid UTF-8, or nil.
+    /// Swift reads arguments with invalid bytes repaired to U+FFFD, so such a file name would name
+    /// another file (with `--replace`, overwrite it): both programs refuse it instead.
+    public static func firstArgumentNotUTF8() -> Int? {
+        for i in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[i] else { continue }
+            if String(validatingCString: raw) == nil { return i }
+        }
+        return nil
+    }
+
     /// Makes `path` absolute against the current directory, and normalizes `.`/`..`.
     public static func absolute(_ path: String) -> String {
         let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
