@@ -107,6 +107,26 @@ def test_response_saves_the_response_body_to_a_file(daemon, faultserver, key):
     assert answer["sha256"] == digest and answer["size"] == 10_000
 
 
+def test_response_into_a_new_directory_or_over_a_file_needs_create_dirs_or_replace(daemon, faultserver, key):
+    # The refusals name --create-dirs and --replace: upload takes them, for the --response file.
+    src = daemon.work / "r2.bin"
+    digest = write_random_file(src, 5_000)
+    nested = daemon.work / "new" / "dir" / "response.json"
+    r = daemon.cli("upload", src, faultserver.url("/upload", key=key), "--response", nested)
+    assert r.rc == 2 and "--create-dirs" in r.err, r
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--response", nested, "--create-dirs")
+    daemon.wait_state(id, "completed")
+    assert json.loads(nested.read_text())["sha256"] == digest
+    r = daemon.cli("upload", src, faultserver.url("/upload", key=key), "--response", nested)
+    assert r.rc == 2 and "--replace" in r.err, r
+    nested.write_text("old")
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--response", nested, "--replace")
+    daemon.wait_state(id, "completed")
+    assert json.loads(nested.read_text())["sha256"] == digest
+    r = daemon.cli("upload", src, faultserver.url("/upload", key=key), "--replace")
+    assert r.rc == 2 and "--response" in r.err, r
+
+
 def test_without_response_the_first_64_kib_of_the_body_are_kept(daemon, faultserver, key):
     src = daemon.work / "big-answer.bin"
     write_random_file(src, 100)

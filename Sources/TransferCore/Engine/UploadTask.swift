@@ -218,7 +218,8 @@ final class UploadTask: TransferTask {
         }
     }
 
-    /// Opens `--response FILE`'s part, empty; refuses an existing file without `--replace`.
+    /// Opens `--response FILE`'s part, empty, creating its directory with `--create-dirs`; refuses
+    /// an existing file without `--replace`.
     private func openResponsePart(_ path: String) throws {
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir),
@@ -226,6 +227,9 @@ final class UploadTask: TransferTask {
         {
             throw TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
         }
+        try Destination.ensureDirectory(
+            Destination.directory(of: path), create: record.request.createDirs == true,
+            mode: engine.config.directoryMode)
         let part = try PartFile(loop: engine.loop, path: Destination.partPath(path), mode: engine.config.fileMode)
         responsePart = part
         let rc = part.truncate(to: 0)

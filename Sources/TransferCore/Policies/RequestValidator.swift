@@ -303,8 +303,9 @@ public enum RequestValidator {
             }
         }
         if let response = r.response {
-            // The response's directory is not created: createDirs is about downloads.
-            try checkTargetFile(response, field: "response", createDirs: false, replace: r.replace ?? false)
+            // For an upload, createDirs and replace are about the response file.
+            try checkTargetFile(
+                response, field: "response", createDirs: r.createDirs ?? false, replace: r.replace ?? false)
         }
     }
 

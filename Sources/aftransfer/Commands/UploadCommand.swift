@@ -37,6 +37,12 @@ struct UploadCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Save the response body to this file.", valueName: "file"))
     var response: String?
 
+    @Flag(help: "Create missing parent directories of the --response file.")
+    var createDirs = false
+
+    @Flag(help: "Replace an existing --response file.")
+    var replace = false
+
     @Option(
         help: ArgumentHelp(
             "Resumable upload: auto (IETF draft, plain if the server does not offer it), tus (tus 1.0) or off (default auto).",
@@ -62,6 +68,9 @@ struct UploadCommand: ParsableCommand {
         }
         if let method, !["PUT", "POST"].contains(method.uppercased()) {
             throw ValidationError("--method must be PUT or POST.")
+        }
+        if (createDirs || replace) && response == nil {
+            throw ValidationError("--create-dirs and --replace apply to the --response file: give --response too.")
         }
         if let resumable, ResumableMode(rawValue: resumable.lowercased()) == nil {
             throw ValidationError("--resumable must be auto, tus or off.")
@@ -91,6 +100,8 @@ struct UploadCommand: ParsableCommand {
             }
         }
         request.response = response.map(Paths.absoluteFile)
+        if createDirs { request.createDirs = true }
+        if replace { request.replace = true }
         request.resumable = resumable?.lowercased()
         request.sha256 = sha256
         transfer.apply(to: &request)
