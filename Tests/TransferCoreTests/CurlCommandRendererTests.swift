@@ -52,4 +52,23 @@ final class CurlCommandRendererTests: XCTestCase {
         let off = CurlCommandRenderer.render(upload("off"))
         XCTAssertFalse(off.contains("Upload-"), off)
     }
+
+    func testThatAnUploadCarriesTheDaemonsContentTypeUserAgentAndNoExpect() {
+        let cmd = CurlCommandRenderer.render(upload("off"))
+        XCTAssertTrue(cmd.contains("-H 'Content-Type: application/octet-stream'"), cmd)
+        XCTAssertTrue(cmd.contains("-H Expect:"), cmd)
+        XCTAssertTrue(cmd.contains("-A aftransfer/\(AFTransferVersion.string)"), cmd)
+    }
+
+    func testThatTextFormPartsAreFormStringsAndFilePartsNameTheirType() {
+        var r = upload("off")
+        r.request.source = nil
+        r.request.form = ["title=<lt.txt", "msg=a;b", "f=@/tmp/p.jpg"]
+        r.method = "POST"
+        let cmd = CurlCommandRenderer.render(r)
+        XCTAssertTrue(cmd.contains("--form-string 'title=<lt.txt'"), cmd)
+        XCTAssertTrue(cmd.contains("--form-string 'msg=a;b'"), cmd)
+        XCTAssertTrue(cmd.contains("-F 'f=@/tmp/p.jpg;type=image/jpeg'"), cmd)
+        XCTAssertFalse(cmd.contains("Content-Type"), "curl sets the multipart type itself: \(cmd)")
+    }
 }

@@ -155,6 +155,40 @@ def test_curl_prints_an_equivalent_curl_command(daemon, faultserver, key):
     assert url in out and "X-Trace: 42" in out and str(daemon.work / "c.bin") in out
 
 
+def _received(faultserver, key):
+    upload = faultserver.log(key)[-1]["upload"]
+    parts = [{k: p.get(k) for k in ("name", "filename", "contentType", "sha256")} for p in upload["parts"] or []]
+    return upload["contentType"], upload["sha256"] if not parts else None, parts
+
+
+@pytest.mark.parametrize("kind", ["file", "form"])
+def test_the_printed_curl_command_sends_what_the_daemon_sent(daemon, faultserver, key, kind):
+    # Run the command `aftransfer curl` prints, against a fresh key: the server must see the same
+    # body (or the same parts), content type included. Text parts are --form-string: with -F,
+    # curl would read `<file` and cut at `;`.
+    (daemon.work / "lt.txt").write_text("secret content\n")
+    photo = daemon.work / "photo.jpg"
+    photo.write_bytes(os.urandom(3000))
+    if kind == "file":
+        args = [photo, faultserver.url("/upload", key=key), "--resumable", "off"]
+    else:
+        args = ["--form", "title=<lt.txt", "--form", "msg=a;b", "--form", f"pic=@{photo}",
+                faultserver.url("/upload", key=key)]
+    id = daemon.upload(*args, "--wait", cwd=daemon.work)
+    command = daemon.cli("curl", id, check=0).out.strip().replace(key, key + "-curl")
+    r = subprocess.run(["sh", "-c", command + " -s -o /dev/null"], cwd=daemon.work, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, (command, r.stderr)
+    daemons = _received(faultserver, key)
+    curls = _received(faultserver, key + "-curl")
+    if kind == "form":
+        # The multipart boundary differs; the parts must not.
+        assert daemons[2] == curls[2], (command, daemons, curls)
+        assert [p["name"] for p in curls[2]] == ["title", "msg", "pic"]
+    else:
+        assert daemons == curls, (command, daemons, curls)
+
+
 def test_watch_draws_progress_until_the_jobs_end(daemon, faultserver, key):
     id = daemon.download(faultserver.url(size=200_000, key=key, slow=200_000), "-o", daemon.work / "w")
     r = daemon.cli("watch", id, timeout=30)

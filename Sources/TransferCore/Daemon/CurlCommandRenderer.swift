@@ -12,6 +12,7 @@ public enum CurlCommandRenderer {
     public static func render(_ r: JobRecord) -> String {
         let req = r.request
         var args = ["curl", "--fail", "--location", "--proto", "=http,https", "--max-redirs", "10"]
+        args += ["-A", "aftransfer/\(AFTransferVersion.string)"]
         if r.kind == .download {
             args += ["-H", "Accept-Encoding: identity"]
             if let dest = r.destination {
@@ -23,8 +24,15 @@ public enum CurlCommandRenderer {
             }
         } else {
             let mode = req.resumableMode
-            if let src = req.source, mode != .tus { args += ["-T", src] }
-            for f in req.form ?? [] { args += ["-F", f] }
+            if let src = req.source, mode != .tus {
+                args += ["-T", src]
+                // The type the daemon sends (never libcurl's default), unless a -H gives one.
+                let given = (req.headers ?? []).contains { $0.lowercased().hasPrefix("content-type:") }
+                if !given { args += ["-H", "Content-Type: \(MIMEType.guess(forPath: src))"] }
+            }
+            for spec in req.form ?? [] { args += formArguments(spec) }
+            // No 100-continue round trip, as the daemon sends it.
+            args += ["-H", "Expect:"]
             let method = mode == .tus ? "POST" : r.method
             if (req.form == nil && method != "PUT") || (req.form != nil && method != "POST") { args += ["-X", method] }
             args += resumableHeaders(r, mode: mode)
@@ -47,6 +55,21 @@ public enum CurlCommandRenderer {
         if req.insecure == true { args.append("--insecure") }
         args.append(URLRedaction.redact(r.url))
         return args.map(quote).joined(separator: " ")
+    }
+
+    /// One `--form` part as curl takes it: a text part with `--form-string` (with `-F`, curl would
+    /// read a file for a value starting with `<` or `@`, and cut it at `;`), a file part with `-F`
+    /// and the type the daemon sends.
+    private static func formArguments(_ spec: String) -> [String] {
+        switch try? FormPart.parse(spec) {
+        case .field(let name, let value)?:
+            return ["--form-string", "\(name)=\(value)"]
+        case .file(let name, let path, let contentType, let filename)?:
+            let type = contentType ?? MIMEType.guess(forPath: path)
+            return ["-F", FormPart.file(name: name, path: path, contentType: type, filename: filename).spec]
+        case nil:
+            return ["-F", spec]
+        }
     }
 
     /// The resumable protocol's headers of an upload's first request (SPEC "Resumable uploads"):
