@@ -190,6 +190,28 @@ def test_a_source_that_changed_since_enqueue_fails_with_source_changed(daemon, f
     assert len(faultserver.log(key)) == 1
 
 
+def test_a_source_changed_after_it_was_read_but_before_the_answer_fails_with_source_changed(
+        daemon, faultserver, key):
+    # The whole file is handed to the socket long before the slow server has read it; a change in
+    # place (same size, new mtime) then must not give the job a digest of bytes never sent.
+    src = daemon.work / "late.bin"
+    write_random_file(src, 4_000_000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=1_000_000), "--resumable", "off")
+    deadline = time.monotonic() + 20
+    while True:
+        job = daemon.job(id)
+        assert job["state"] in ("queued", "running"), job
+        if job["state"] == "running" and job["bytes"] == 4_000_000:
+            break
+        assert time.monotonic() < deadline, job
+        time.sleep(0.02)
+    with open(src, "r+b") as f:
+        f.seek(3_900_000)
+        f.write(b"\0" * 10)
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "source_changed" and job["sha256"] is None, job
+
+
 def test_uploads_follow_307_and_308_and_send_the_body_again(daemon, faultserver, key):
     for code in (307, 308):
         k = f"{key}-{code}"

@@ -286,7 +286,8 @@ final class UploadTask: TransferTask {
         try startRequest(url: r.url)
     }
 
-    /// SPEC: the source file is checked (size, mtime) before every append.
+    /// SPEC: the source file is checked (size, mtime) before every append, and before and after
+    /// its digest is read back.
     private func checkSourceUnchanged() throws {
         guard let source = record.request.source else { return }
         let st = try statSource(source)
@@ -490,7 +491,21 @@ final class UploadTask: TransferTask {
             finish(digest: hasher.finalizeHex(), report: report)
             return
         }
+        // The digest is read back from the file: it is the payload's only if the file is still
+        // the one sent. Checked before the read (a change after the last byte was read for
+        // sending) and after it (a change while it was read back).
+        do { try checkSourceUnchanged() } catch {
+            complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: false))
+            return
+        }
         fileHasher.finish(at: bytes) { digest in
+            do { try self.checkSourceUnchanged() } catch {
+                self.discard()
+                report(
+                    .failed(
+                        error as? TransferError ?? TransferError(.io, "\(error)", retryable: false), retryAfter: nil))
+                return
+            }
             guard let digest else {
                 self.discard()
                 report(
