@@ -18,6 +18,21 @@ final class QueueViewTests: XCTestCase {
         XCTAssertLessThanOrEqual(QueueView.jobLine(running, columns: 40).count, 40)
     }
 
+    func testThatAnEightyColumnLineStillHasTheBarBytesRateAndEta() {
+        var job = running
+        job.destination = "/data/a-rather-long-name-for-a-file.iso"
+        job.bytes = 191_078
+        job.total = 799_948
+        job.rate = 100_352
+        for columns in [79, 75] {
+            let line = QueueView.jobLine(job, columns: columns)
+            XCTAssertLessThanOrEqual(line.count, columns, line)
+            for part in ["#12 ", "running", "[==", "186.6 KiB/781.2 KiB", "98.0 KiB/s", "ETA "] {
+                XCTAssertTrue(line.contains(part), "\(part) missing in \(line) (\(columns) columns)")
+            }
+        }
+    }
+
     func testThatAQueuedJobHasAnEmptyBarAndNoRateOrEta() {
         let queued = JobFixture.job(id: 3, state: .queued, destination: "/data/a-very-long-file-name-indeed.tar.gz")
         let line = QueueView.jobLine(queued, columns: 119)

@@ -92,11 +92,26 @@ final class QueueView {
         let eta = job.state == .running ? "ETA " + HumanFormat.duration(job.eta) : ""
         let tail = "  " + percent + "  " + leftPad(amount, 21) + "  " + leftPad(rate, 12) + "  " + eta
         let free = columns - head.count - tail.count - 3
-        guard free >= 5 else { return ProgressRenderer.truncate(head + tail, to: columns) }
-        let barWidth = min(free, 30)
-        var bar = String(repeating: " ", count: barWidth)
-        if let fraction = JobText.fraction(job) { bar = ProgressRenderer.bar(fraction, width: barWidth) }
-        return ProgressRenderer.truncate(head + " [" + bar + "]" + tail, to: columns)
+        if free >= 5 { return head + " [" + bar(job, width: min(free, 30)) + "]" + tail }
+        // Narrow (80 columns): no column padding, and the name gives way, so that the bar, the
+        // bytes, the rate and the ETA still fit (SPEC: id, name, state, bar, bytes, rate, ETA).
+        let id = "#\(job.id) "
+        let state = " " + pad(job.state.rawValue, stateWidth)
+        let compact = " " + percent + " " + amount + " " + rate + (eta.isEmpty ? "" : " " + eta)
+        let nameRoom = columns - id.count - state.count - compact.count - 3 - compactBarWidth
+        let name = pad(clip(JobText.name(job), min(max(nameRoom, 6), nameWidth)), min(max(nameRoom, 6), nameWidth))
+        let barRoom = columns - id.count - name.count - state.count - compact.count - 3
+        guard barRoom >= 5 else { return ProgressRenderer.truncate(head + tail, to: columns) }
+        return ProgressRenderer.truncate(
+            id + name + state + " [" + bar(job, width: min(barRoom, 30)) + "]" + compact, to: columns)
+    }
+
+    /// The bar a narrow line keeps at least, before the name is cut shorter.
+    static let compactBarWidth = 10
+
+    private static func bar(_ job: JobSnapshot, width: Int) -> String {
+        guard let fraction = JobText.fraction(job) else { return String(repeating: " ", count: width) }
+        return ProgressRenderer.bar(fraction, width: width)
     }
 
     /// `Total: 12 jobs: 3 running, 8 queued, 1 done  1.2 GiB/3.4 GiB  8.8 MiB/s  ETA 4m12s`.
