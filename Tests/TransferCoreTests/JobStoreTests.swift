@@ -71,25 +71,34 @@ final class JobStoreTests: XCTestCase {
         let store = try open()
         let a = try XCTUnwrap(try store.insert(record()).id)
         let b = try XCTUnwrap(try store.insert(record()).id)
+        func patch(_ set: (inout JobPatch) -> Void) -> JobPatch {
+            var p = JobPatch()
+            set(&p)
+            return p
+        }
         var batch = WriteBatch()
-        var p = JobPatch()
-        p.state = .running
-        p.durableBytes = 7
-        batch.patch(a, p)
-        var q = JobPatch()
-        q.total = 99
-        q.etag = .some("\"b\"")
-        batch.patch(b, q)
+        batch.patch(
+            a,
+            patch {
+                $0.state = .running
+                $0.durableBytes = 7
+            })
+        batch.patch(
+            b,
+            patch {
+                $0.total = 99
+                $0.etag = .some("\"b\"")
+            })
         try store.commit(batch, now: 1)
         // The next pass: a's set of columns for b (the cached statement), a new one for a.
         batch = WriteBatch()
-        var r = JobPatch()
-        r.state = .paused
-        r.durableBytes = 11
-        batch.patch(b, r)
-        var t = JobPatch()
-        t.total = 5
-        batch.patch(a, t)
+        batch.patch(
+            b,
+            patch {
+                $0.state = .paused
+                $0.durableBytes = 11
+            })
+        batch.patch(a, patch { $0.total = 5 })
         try store.commit(batch, now: 2)
         let backA = try XCTUnwrap(try store.job(a))
         let backB = try XCTUnwrap(try store.job(b))

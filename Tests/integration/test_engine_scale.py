@@ -26,6 +26,24 @@ def _kill_9_three_times(daemon, rng, longest: float):
         daemon.start()
 
 
+def _crash_setup(daemon_factory, slots: int, subdir: str):
+    """A daemon with ``slots`` slots, the kill -9 random source, and an empty output directory."""
+    daemon = daemon_factory(args=("--max-active", str(slots)))
+    out = daemon.work / subdir
+    out.mkdir()
+    return daemon, _crash_rng(), out
+
+
+def _all_completed_as_served(daemon, ids, files, out):
+    """Waits for every job to complete; each (name, digest, dest) of ``files`` is the server's file,
+    byte for byte, and ``out`` holds those files and nothing else."""
+    for id in ids:
+        daemon.wait_state(id, "completed", timeout=120)
+    for name, digest, dest in files:
+        assert sha256_file(dest) == digest, f"{dest} is not the server's file, byte for byte"
+    assert sorted(os.listdir(out)) == sorted(dest.name for _, _, dest in files), "nothing else is left behind"
+
+
 def _add_many(daemon, requests):
     """Queues requests with one transfer.addMany; returns the new ids in request order."""
     result = daemon.rpc_result("transfer.addMany", {"requests": requests}, timeout=60)
@@ -175,10 +193,7 @@ def test_a_small_body_cut_short_resumes_from_the_bytes_it_held(daemon, faultserv
 def test_files_around_the_held_limit_survive_kill_9_in_directory_mode_byte_identical(daemon_factory, nginx, key):
     # Bodies of at most 256 KiB are held in memory and written whole at the end; larger ones go to
     # their part from the first byte. kill -9 lands among both, in directory mode.
-    daemon = daemon_factory(args=("--max-active", "8"))
-    rng = _crash_rng()
-    out = daemon.work / "dir"
-    out.mkdir()
+    daemon, rng, out = _crash_setup(daemon_factory, 8, "dir")
     files = []
     for i in range(40):
         size = rng.choice((0, 1, 16 * 1024, 200 * 1024, 256 * 1024 - 1, 256 * 1024, 256 * 1024 + 1, 320 * 1024))
@@ -190,11 +205,7 @@ def test_files_around_the_held_limit_survive_kill_9_in_directory_mode_byte_ident
                 for name, _, _ in files]
     ids = _add_many(daemon, requests)
     _kill_9_three_times(daemon, rng, 0.4)
-    for id in ids:
-        daemon.wait_state(id, "completed", timeout=120)
-    for name, digest, dest in files:
-        assert sha256_file(dest) == digest, f"{dest} is not byte-identical"
-    assert sorted(os.listdir(out)) == sorted(dest.name for _, _, dest in files), "nothing else is left behind"
+    _all_completed_as_served(daemon, ids, files, out)
 
 
 @pytest.mark.timeout(240)
@@ -204,10 +215,7 @@ def test_small_files_replacing_earlier_ones_of_the_same_length_survive_kill_9_by
     # crash in between leaves the earlier file (same length, other bytes) with no part beside it.
     # Recovery must not take it for the download (its digest differs): every file ends up as the
     # server's, never the earlier one.
-    daemon = daemon_factory(args=("--max-active", "16"))
-    rng = _crash_rng()
-    out = daemon.work / "replaced"
-    out.mkdir()
+    daemon, rng, out = _crash_setup(daemon_factory, 16, "replaced")
     files = []
     for i in range(300):
         size = 8 * 1024 + i
@@ -218,11 +226,7 @@ def test_small_files_replacing_earlier_ones_of_the_same_length_survive_kill_9_by
     requests = [{"url": nginx.url(name), "destination": str(dest), "replace": True} for name, _, dest in files]
     ids = _add_many(daemon, requests)
     _kill_9_three_times(daemon, rng, 0.5)
-    for id in ids:
-        daemon.wait_state(id, "completed", timeout=120)
-    for name, digest, dest in files:
-        assert sha256_file(dest) == digest, f"{dest} is not the server's file"
-    assert sorted(os.listdir(out)) == sorted(dest.name for _, _, dest in files), "nothing else is left behind"
+    _all_completed_as_served(daemon, ids, files, out)
     for job in daemon.jobs():
         assert job["bytes"] == job["total"] == os.path.getsize(job["destination"]), job
 
