@@ -144,7 +144,7 @@ final class StoreUpgradeTests: XCTestCase {
         let jobs = try store.jobs()
         XCTAssertEqual(jobs.count, 4)
         XCTAssertTrue(jobs.allSatisfy { $0.segments == nil })
-        let limits = try BandwidthLimits().changed(download: "2M", upload: "off", schedule: "08:00,1M 19:00,off")
+        let limits = try BandwidthLimits().changed(download: nil, upload: "off", schedule: "08:00,1M 19:00,off")
         try store.saveLimits(limits)
         var batch = WriteBatch()
         var p = JobPatch()
