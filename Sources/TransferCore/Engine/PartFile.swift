@@ -41,17 +41,10 @@ public final class PartFile {
         self.loop = loop
     }
 
-    /// Creates `path` (cut to nothing) holding `bytes`, with `mode`, synced and closed: one work
-    /// item on libuv's pool (a small download's whole part). A file left half written by a
-    /// failure is removed. `completion` gets 0 or an errno, on the loop thread.
-    public static func writeWhole(
-        loop: EventLoop, path: String, bytes: [UInt8], mode: mode_t, completion: @escaping (Int32) -> Void
-    ) {
-        WorkPool.run(loop, { writeWholeNow(path: path, bytes: bytes, mode: mode) }, done: completion)
-    }
-
-    /// ``writeWhole(loop:path:bytes:mode:completion:)``'s work, on the calling thread (a pool
-    /// thread): 0 or an errno; a file left half written is removed.
+    /// Creates `path` (cut to nothing) holding `bytes`, with `mode`, synced and closed, on the
+    /// calling thread (a pool thread: a small download's whole part, in the work item that also
+    /// moves it into place, ``Destination/writeAndMoveIntoPlace(_:part:mode:replace:syncer:_:)``).
+    /// Returns 0 or an errno; a file left half written by a failure is removed.
     static func writeWholeNow(path: String, bytes: [UInt8], mode: mode_t) -> Int32 {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         if fd < 0 { return errno }
