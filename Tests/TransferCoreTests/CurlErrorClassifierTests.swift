@@ -12,6 +12,7 @@ final class CurlErrorClassifierTests: XCTestCase {
         for code in [
             CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SEND_ERROR,
             CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_HTTP3,
+            CURLE_SEND_FAIL_REWIND,
         ] {
             let error = classify(code)
             XCTAssertEqual(error.code, .network, "\(code.rawValue)")

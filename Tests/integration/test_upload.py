@@ -212,6 +212,27 @@ def test_a_source_changed_after_it_was_read_but_before_the_answer_fails_with_sou
     assert job["error"]["code"] == "source_changed" and job["sha256"] is None, job
 
 
+def test_retries_0_sends_an_upload_once_even_when_a_reused_connection_dies_without_an_answer(
+        daemon, faultserver, key):
+    # libcurl would rewind the body and send it again on a fresh connection, unseen; the daemon
+    # does not let it: the attempt fails, and with --retries 0 the server sees one request.
+    src = daemon.work / "once.bin"
+    write_random_file(src, 100_000)
+    warm = daemon.upload(src, faultserver.url("/upload", key=key + "-warm"), "--resumable", "off")
+    daemon.wait_state(warm, "completed")
+    id = daemon.upload(src, faultserver.url("/upload", key=key, drop=100_000), "--resumable", "off",
+                       "--method", "POST", "--retries", "0")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert len(faultserver.log(key)) == 1, faultserver.log(key)
+    assert job["attempts"] == 1 and len(job["history"]) == 1, job
+    assert job["error"]["code"] == "network", job["error"]
+    # With retries, the same fault is an attempt like any reset: retried, counted, recorded.
+    id = daemon.upload(src, faultserver.url("/upload", key=key + "-again", drop=100_000, times=1),
+                       "--resumable", "off", "--method", "POST", "--retries", "2")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert job["attempts"] == 2 and len(faultserver.log(key + "-again")) == 2, job
+
+
 def test_uploads_follow_307_and_308_and_send_the_body_again(daemon, faultserver, key):
     for code in (307, 308):
         k = f"{key}-{code}"

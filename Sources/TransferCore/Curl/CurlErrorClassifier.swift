@@ -6,7 +6,7 @@ import CCurl
 ///
 /// | CURLcode | code | retryable |
 /// | --- | --- | --- |
-/// | `COULDNT_RESOLVE_HOST`/`_PROXY`, `COULDNT_CONNECT`, `SEND_ERROR`, `RECV_ERROR`, `GOT_NOTHING`, `PARTIAL_FILE`, `HTTP2`, `HTTP2_STREAM`, `HTTP3`, `QUIC_CONNECT_ERROR` | `network` | yes |
+/// | `COULDNT_RESOLVE_HOST`/`_PROXY`, `COULDNT_CONNECT`, `SEND_ERROR`, `RECV_ERROR`, `GOT_NOTHING`, `PARTIAL_FILE`, `HTTP2`, `HTTP2_STREAM`, `HTTP3`, `QUIC_CONNECT_ERROR`, `SEND_FAIL_REWIND` | `network` | yes |
 /// | `OPERATION_TIMEDOUT` | `timeout` | yes |
 /// | `SSL_*`, `PEER_FAILED_VERIFICATION`, `USE_SSL_FAILED` | `tls` | no |
 /// | `TOO_MANY_REDIRECTS`, `UNSUPPORTED_PROTOCOL` naming a scheme (`Protocol "ftp" not supported…`) | `redirect` | no |
@@ -44,7 +44,10 @@ public enum CurlErrorClassifier {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT,
             CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE,
-            CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_HTTP3, CURLE_QUIC_CONNECT_ERROR:
+            CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_HTTP3, CURLE_QUIC_CONNECT_ERROR,
+            // A reused connection closed before the answer, and the body may not be sent again
+            // unseen (the daemon refuses libcurl's rewind): a reset, retried as an attempt.
+            CURLE_SEND_FAIL_REWIND:
             return (.network, true)
         case CURLE_OPERATION_TIMEDOUT:
             return (.timeout, true)

@@ -368,10 +368,10 @@ final class UploadTask: TransferTask {
                 bufferSize: paced ?? Self.uploadBufferSize)
         }
         easy.onRead = { [unowned self] buffer in self.supply(buffer) }
-        easy.onRewind = { [unowned self] in
-            self.restartPayload()
-            return true
-        }
+        // libcurl rewinds a body to send it again by itself, unseen (a reused connection that
+        // closed without an answer): refused, so that every request sent is one the daemon
+        // counts (`--retries 0` sends it once) and records in the history.
+        easy.onRewind = { false }
         easy.onBody = { [unowned self] data in self.receive(data) }
     }
 
