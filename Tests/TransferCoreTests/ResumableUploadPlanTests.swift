@@ -50,7 +50,19 @@ final class ResumableUploadPlanTests: XCTestCase {
         var p = plan()
         _ = p.first()
         XCTAssertFalse(p.interim(response(100)))
-        XCTAssertTrue(p.interim(response(104, ["location": "/res/7", "upload-limit": "max-append-size=300"])))
+        XCTAssertFalse(
+            p.interim(response(104, ["location": "/res/6", "upload-draft-interop-version": "7"])),
+            "a server of another interop version: a plain upload")
+        XCTAssertFalse(p.interim(response(104, ["location": "/res/6"])), "no version: not the draft we speak")
+        XCTAssertNil(p.uploadURL)
+        XCTAssertTrue(
+            p.interim(
+                response(
+                    104,
+                    [
+                        "location": "/res/7", "upload-limit": "max-append-size=300",
+                        "upload-draft-interop-version": "8",
+                    ])))
         XCTAssertEqual(p.uploadURL, "http://h.example/res/7")
         XCTAssertEqual(p.agreed, .ietf)
         XCTAssertEqual(p.appendLimit, 300)

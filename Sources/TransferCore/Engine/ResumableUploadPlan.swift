@@ -152,8 +152,10 @@ struct ResumableUploadPlan: Equatable {
     /// URL (IETF `104` with `Location`): store it with the job at once.
     mutating func interim(_ response: Response) -> Bool {
         guard mode == .auto, current?.purpose == .create, response.status == 104,
+            response.headers["upload-draft-interop-version"].map({ $0.trimmingCharacters(in: .whitespaces) })
+                == Self.interopVersion,
             let location = response.headers["location"], let resolved = Self.resolve(location, against: url)
-        else { return false }
+        else { return false }  // no 104, or a server of another interop version: a plain upload
         uploadURL = resolved
         agreed = .ietf
         offset = 0
