@@ -730,7 +730,10 @@ class Handler(socketserver.BaseRequestHandler):
         stall = q.int("stall") if self.faulty else None
         stallfor = q.float("stallfor", 30.0)
         bps = q.int("slow")
+        trickle = q.float("trickle") if self.faulty else None
         piece = 16384 if not bps else max(1, min(16384, bps // 20))
+        if trickle:
+            piece = 1
         started = time.monotonic()
         sent = 0
         for chunk in chunks:
@@ -756,7 +759,10 @@ class Handler(socketserver.BaseRequestHandler):
                     self.entry["stalled"] = True
                     STOP.wait(stallfor)
                     started = time.monotonic() - (sent / bps if bps else 0)
-                self.pace(started, sent, bps)
+                if trickle:
+                    STOP.wait(trickle)  # one byte every `trickle` seconds: slower than 1 byte/s
+                else:
+                    self.pace(started, sent, bps)
         self.entry["end"] = time.time()
         self.entry["done"] = True
         if close:

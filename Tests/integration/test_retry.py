@@ -139,6 +139,20 @@ def test_a_stalled_transfer_ends_as_a_timeout_and_recovers(daemon, faultserver, 
     assert sha256_file(dest) == faultserver.sha256(size, 22)
 
 
+@pytest.mark.daemon_args("--stall-timeout", "3")
+def test_a_trickle_under_1_byte_a_second_is_a_stall_though_it_is_never_silent(daemon, faultserver, key):
+    # SPEC: "under 1 byte/s for 30 s" (here 3 s): one byte every 1.5 s is never silent for the
+    # window, yet under 1 byte/s.
+    dest = daemon.work / "trickle.bin"
+    t0 = time.monotonic()
+    id = daemon.download(faultserver.url(size=1000, seed=23, key=key, trickle=1.5, times=1), "-o", dest)
+    job = daemon.wait_state(id, "completed", timeout=40)
+    assert time.monotonic() - t0 < 20, "the trickle was not ended as a stall"
+    assert job["history"][0]["error"]["code"] == "timeout", job["history"]
+    assert job["history"][0]["error"]["retryable"] is True
+    assert sha256_file(dest) == faultserver.sha256(1000, 23)
+
+
 def test_when_retries_are_exhausted_the_job_fails_and_retry_resumes_from_the_part(daemon, faultserver, key):
     size = 1_000_000
     dest = daemon.work / "ex.bin"

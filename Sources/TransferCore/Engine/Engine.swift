@@ -596,10 +596,10 @@ public final class Engine: AttemptHost {
             lastScheduleCheck = now
             bandwidth.refresh(now: now)
         }
-        // Stalls: no byte for the stall window ends the attempt (libcurl's low-speed check
-        // averages over several seconds and fires late).
+        // Stalls: under 1 byte/s for the stall window ends the attempt (``TransferTask/stalled``;
+        // libcurl's low-speed check averages over several seconds and fires late).
         let window = UInt64(config.stallTimeout * 1000)
-        for (_, t) in tasks where t.phase == .transferring && now &- t.lastProgressAt > window {
+        for (_, t) in tasks where t.phase == .transferring && t.stalled(now: now, window: window) {
             let secs = Int(config.stallTimeout)
             t.complete(failure: TransferError(.timeout, "stalled: under 1 byte/s for \(secs) s", retryable: true))
         }

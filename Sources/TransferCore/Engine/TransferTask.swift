@@ -39,6 +39,9 @@ class TransferTask {
     var total: Int64?
     /// Loop time (ms) when bytes last moved.
     var lastProgressAt: UInt64
+    /// The start (loop ms) of the current window of the average-rate stall check, and the bytes
+    /// then: nil until the engine's tick first looks.
+    private var stallMark: (at: UInt64, bytes: Int64)?
     /// The smoothed rate, sampled by the engine's tick.
     var rate = RateMeter()
     /// An error found in a callback that ends the attempt.
@@ -169,6 +172,28 @@ class TransferTask {
         phase = .ended
         unpauseTimer?.close()
         unpauseTimer = nil
+    }
+
+    // MARK: - Stalls
+
+    /// Whether the attempt has stalled at loop time `now` (SPEC: under 1 byte/s for the stall
+    /// window): no byte for a whole window, or fewer bytes than the window has seconds in the last
+    /// full window (a trickle that never goes silent). Called by the engine's tick.
+    func stalled(now: UInt64, window: UInt64) -> Bool {
+        if now &- lastProgressAt > window { return true }
+        guard let mark = stallMark else {
+            stallMark = (now, bytes)
+            return false
+        }
+        guard now &- mark.at >= window else { return false }
+        stallMark = (now, bytes)
+        return bytes - mark.bytes < Int64(window / 1000)
+    }
+
+    /// Held back on purpose (a bandwidth budget): both stall windows start again.
+    private func restartStallWindow(now: UInt64) {
+        lastProgressAt = now
+        stallMark = nil
     }
 
     // MARK: - Headers
@@ -330,7 +355,7 @@ class TransferTask {
         if wait == 0 {
             wait = shared.delay(now: now)
             // Held back by the shared budget, not stalled: the stall window restarts.
-            if wait > 0 { lastProgressAt = now }
+            if wait > 0 { restartStallWindow(now: now) }
         }
         if wait > 0 {
             if unpauseTimer == nil { unpauseTimer = LoopTimer(loop: engine.loop) }
