@@ -34,7 +34,8 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
     try:
         clone = root / "clone"
         subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=120)
-        prefix, home, config = root / "prefix", root / "home", root / "config"
+        # Spaces in the prefix and the home: the units quote them for systemd.
+        prefix, home, config = root / "pre fix", root / "my home", root / "config"
         home.mkdir()
         env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(config), "AFT_INSTALL_BIN_DIR": str(bin_dir),
                "AFT_GENERATE_MANUAL_TOOL": str(manual_tool(bin_dir))}
@@ -75,10 +76,10 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
 
         # Bash completion works when sourced.
         completion = prefix / "share" / "bash-completion" / "completions" / "aftransfer"
-        c = subprocess.run(["bash", "-c", f"source {completion} && complete -p aftransfer"], capture_output=True,
+        c = subprocess.run(["bash", "-c", f"source '{completion}' && complete -p aftransfer"], capture_output=True,
                            text=True, timeout=30)
         assert c.returncode == 0 and "-F _aftransfer aftransfer" in c.stdout, c
-        script = (f"source {completion}; COMP_WORDS=(aftransfer set-u); COMP_CWORD=1; COMP_LINE='aftransfer set-u'; "
+        script = (f"source '{completion}'; COMP_WORDS=(aftransfer set-u); COMP_CWORD=1; COMP_LINE='aftransfer set-u'; "
                   "COMP_POINT=${#COMP_LINE}; _aftransfer aftransfer set-u aftransfer; printf '%s\\n' \"${COMPREPLY[@]}\"")
         c = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
         assert c.stdout.split() == ["set-url"], c
@@ -90,7 +91,7 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
         service = (config / "systemd" / "user" / "aftransferd.service").read_text()
         sock = (config / "systemd" / "user" / "aftransferd.socket").read_text()
         default_socket = home / ".local" / "state" / "aftransfer" / "aftransferd.sock"
-        assert f"ExecStart={prefix}/bin/aftransferd " in service and "Type=notify" in service
+        assert f'ExecStart="{prefix}/bin/aftransferd" --home "' in service and "Type=notify" in service
         assert f"ListenStream={default_socket}" in sock
         if shutil.which("systemd-analyze"):
             run = root / "run"
