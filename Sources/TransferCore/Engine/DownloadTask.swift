@@ -97,7 +97,7 @@ final class DownloadTask: TransferTask {
             guard self.phase == .preparing else { return }
             if !ok { self.resetToZero() }  // bytes that cannot be read back cannot be verified
             do { try self.startFirstRequest() } catch {
-                self.complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+                self.complete(failure: TransferError.from(error, retryable: true))
             }
         }
     }
@@ -352,7 +352,7 @@ final class DownloadTask: TransferTask {
                 held!.append(contentsOf: data)
             } else {
                 do { try writeHeldToPart() } catch {
-                    abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+                    abortError = TransferError.from(error, retryable: false)
                     return .abort
                 }
             }
@@ -449,6 +449,17 @@ final class DownloadTask: TransferTask {
     private func checkDigest(
         partPath: String, dest: String, size: Int64, report: @escaping (AttemptOutcome) -> Void
     ) {
+        digest(of: partPath, size: size, report: report) { digest in
+            self.verified(partPath: partPath, dest: Destination(path: dest), size: size, digest: digest, report: report)
+        }
+    }
+
+    /// The hex SHA-256 of the body's first `size` bytes (``RangeHasher/finish(at:_:)``) given to
+    /// `then`; no hasher, or bytes that could not be read back, fail the attempt instead.
+    private func digest(
+        of partPath: String, size: Int64, report: @escaping (AttemptOutcome) -> Void,
+        then: @escaping (String) -> Void
+    ) {
         guard let hasher else {
             report(.failed(TransferError(.io, "no digest for \(partPath)", retryable: false), retryAfter: nil))
             return
@@ -461,7 +472,7 @@ final class DownloadTask: TransferTask {
                 )
                 return
             }
-            self.verified(partPath: partPath, dest: Destination(path: dest), size: size, digest: digest, report: report)
+            then(digest)
         }
     }
 
@@ -496,11 +507,7 @@ final class DownloadTask: TransferTask {
         let size = self.bytes
         let gen = engine.checkpointer.generation(jobId)
         if hasher == nil { hasher = RangeHasher(loop: engine.loop, path: path) }  // an empty body
-        hasher?.finish(at: size) { digest in
-            guard let digest else {
-                report(.failed(TransferError(.io, "no digest for \(path)", retryable: false), retryAfter: nil))
-                return
-            }
+        digest(of: path, size: size, report: report) { digest in
             guard self.digestAccepted(digest, partPath: nil, report: report) else { return }
             var p = JobPatch()
             p.finalizing = true
@@ -648,7 +655,7 @@ final class DownloadTask: TransferTask {
         guard let t = total, t >= SegmentPlan.minimumSize, ifRangeValue != nil, partPath != nil else { return }
         if part == nil {
             do { try writeHeldToPart() } catch {
-                abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+                abortError = TransferError.from(error, retryable: false)
                 return
             }
         }
@@ -823,7 +830,7 @@ final class DownloadTask: TransferTask {
             connections.append(c)
         } catch {
             connectionFailures += 1
-            lastConnectionError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: true)
+            lastConnectionError = TransferError.from(error, retryable: true)
         }
     }
 
@@ -914,7 +921,7 @@ final class DownloadTask: TransferTask {
         singleOnly = true
         resetToZero()
         do { try startHop() } catch {
-            complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+            complete(failure: TransferError.from(error, retryable: true))
         }
     }
 

@@ -494,7 +494,7 @@ public final class Engine: AttemptHost {
         do {
             try task.start()
         } catch {
-            let err = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+            let err = TransferError.from(error, retryable: false)
             task.complete(failure: err)
         }
     }

@@ -263,7 +263,7 @@ class TransferTask {
                 redirectsFollowed += 1
                 currentURL = next
                 do { try startHop() } catch {
-                    complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+                    complete(failure: TransferError.from(error, retryable: true))
                 }
             }
             return

@@ -267,7 +267,7 @@ final class UploadTask: TransferTask {
             }
             self.verifiedDigest = digest
             do { try self.startFirstRequest() } catch {
-                self.complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+                self.complete(failure: TransferError.from(error, retryable: true))
             }
         }
     }
@@ -329,7 +329,7 @@ final class UploadTask: TransferTask {
             bytes = p.offset
             beginNextHistoryEntry()
             do { try send(next) } catch {
-                complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: true))
+                complete(failure: TransferError.from(error, retryable: true))
             }
             return true
         }
@@ -417,7 +417,7 @@ final class UploadTask: TransferTask {
             }
             return .bytes(n)
         } catch {
-            abortError = error as? TransferError ?? TransferError(.io, "\(error)", retryable: false)
+            abortError = TransferError.from(error, retryable: false)
             return .abort
         }
     }
@@ -495,7 +495,7 @@ final class UploadTask: TransferTask {
         // the one sent. Checked before the read (a change after the last byte was read for
         // sending) and after it (a change while it was read back).
         do { try checkSourceUnchanged() } catch {
-            complete(failure: error as? TransferError ?? TransferError(.io, "\(error)", retryable: false))
+            complete(failure: TransferError.from(error, retryable: false))
             return
         }
         fileHasher.finish(at: bytes) { digest in
@@ -503,7 +503,7 @@ final class UploadTask: TransferTask {
                 self.discard()
                 report(
                     .failed(
-                        error as? TransferError ?? TransferError(.io, "\(error)", retryable: false), retryAfter: nil))
+                        TransferError.from(error, retryable: false), retryAfter: nil))
                 return
             }
             guard let digest else {

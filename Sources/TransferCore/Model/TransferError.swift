@@ -44,4 +44,10 @@ public struct TransferError: Error, Codable, Sendable, Equatable {
         self.message = message
         self.retryable = retryable ?? [.network, .timeout].contains(code)
     }
+
+    /// `error` itself when it is a ``TransferError``, else an `io` error with its description:
+    /// what a thrown error becomes when it ends an attempt.
+    public static func from(_ error: Error, retryable: Bool) -> TransferError {
+        error as? TransferError ?? TransferError(.io, "\(error)", retryable: retryable)
+    }
 }
