@@ -85,25 +85,14 @@ public final class RPCClient {
     ///   - timeout: how long calls wait for an answer; ``defaultTimeout`` by default.
     /// - Throws: ``ClientError/unreachable(path:reason:)`` when nothing accepts the connection.
     public static func connect(path: String, timeout: Double = RPCClient.defaultTimeout) throws -> RPCClient {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard !pathBytes.isEmpty, pathBytes.count < capacity else {
-            throw ClientError.unreachable(path: path, reason: "socket path longer than \(capacity - 1) bytes")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
+        guard let address = UnixSocketAddress(path) else {
+            throw ClientError.unreachable(
+                path: path, reason: "socket path longer than \(UnixSocketAddress.maximumLength) bytes")
         }
         while true {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw ClientError.io(operation: "socket", errno: errno) }
-            let result = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
+            let result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
             if result == 0 { return RPCClient(fd: fd, path: path, timeout: timeout) }
             let code = errno
             _ = Glibc.close(fd)
