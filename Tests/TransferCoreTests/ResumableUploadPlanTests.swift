@@ -129,21 +129,35 @@ final class ResumableUploadPlanTests: XCTestCase {
         XCTAssertEqual(next.bodyOffset, 250)
     }
 
-    func testThatA413WithoutALimitAndEndless409sFailTheAttempt() throws {
+    func testThatA413WithoutALimitFailsTheAttempt() {
         var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf)
         _ = p.first()
         _ = p.received(response(204, ["upload-offset": "0"]))
         guard case .failed(let e) = p.received(response(413)) else { return XCTFail() }
         XCTAssertEqual(e.code, .httpStatus)
+    }
+
+    func testThatEndless409sNeverEndTheAttemptButAskAgainMoreSlowly() throws {
         var q = plan(uploadURL: "http://h.example/res/7", agreed: .ietf)
         _ = q.first()
         for _ in 0..<ResumableUploadPlan.maxConflictsInARow {
             _ = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "0"]))))
             _ = try XCTUnwrap(sent(q.received(response(409))))
         }
-        _ = q.received(response(204, ["upload-offset": "0"]))
-        guard case .failed(let f) = q.received(response(409)) else { return XCTFail() }
-        XCTAssertTrue(f.retryable)
+        var waits: [Double] = []
+        for _ in 0..<8 {
+            _ = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "0"]))))
+            guard case .sendAfter(let ask, let seconds) = q.received(response(409)) else { return XCTFail() }
+            XCTAssertEqual(ask.method, "HEAD")
+            waits.append(seconds)
+        }
+        XCTAssertEqual(waits, [0.5, 1, 2, 4, 8, 15, 15, 15])
+        // An accepted append starts the count again.
+        let append = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "0"]))))
+        XCTAssertEqual(append.method, "PATCH")
+        _ = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "400"]))))
+        XCTAssertEqual(q.received(response(409)), .send(try XCTUnwrap(q.current)))
+        XCTAssertEqual(ResumableUploadPlan.conflictDelay(after: 10_000), ResumableUploadPlan.maxConflictDelay)
     }
 
     func testThatAGoneUploadURLStartsOverAsARetry() {

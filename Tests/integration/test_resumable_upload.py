@@ -237,6 +237,26 @@ def test_a_409_to_an_append_asks_again_and_spends_no_retry(daemon, ietf):
     assert job["attempts"] == 2
 
 
+def test_409s_in_a_row_never_spend_a_retry_the_client_asks_again_more_slowly(daemon, ietf):
+    # SPEC: a 409 spends no retry, however many come. Six in a row with --retries 0: the first
+    # three are asked again at once, then after 0.5 s, 1 s and 2 s; the upload completes in its
+    # first attempt.
+    src = daemon.work / "c6.bin"
+    digest = write_random_file(src, 400_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="100000", conflict="6"), "--retries", "1")
+    job = daemon.wait_state(id, "completed", timeout=60)
+    st = ietf.stats(key)
+    methods = [r["method"] for r in st["requests"]]
+    assert methods == ["PUT"] + ["HEAD", "PATCH"] * 7, methods
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+    assert job["attempts"] == 2  # the cut spent the one retry; a 409 spending one would fail the job
+    heads = [r["t"] for r in st["requests"] if r["method"] == "HEAD"]
+    gaps = [round(b - a, 2) for a, b in zip(heads, heads[1:])]
+    # HEADs 2-4 follow the first three 409s at once; 5-7 wait 0.5, 1 and 2 s.
+    assert all(g < 0.45 for g in gaps[:3]) and gaps[3] >= 0.45 and gaps[4] >= 0.95 and gaps[5] >= 1.95, gaps
+
+
 def test_a_413_with_upload_limit_makes_appends_no_larger_than_max_append_size(daemon, ietf):
     size = 2_600_000
     src = daemon.work / "chunks.bin"

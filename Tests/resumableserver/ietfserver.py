@@ -69,7 +69,8 @@ class Handler(BaseHTTPRequestHandler):
     def record(self, key):
         with LOCK:
             stats_for(key)["requests"].append(
-                {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
+                {"method": self.command, "path": self.path, "t": time.monotonic(),
+                 "headers": {k.lower(): v for k, v in self.headers.items()}})
 
     def drain(self, n):
         """Reads and drops n bytes of a body we refuse (so the connection stays usable)."""

@@ -11,8 +11,24 @@ struct ResumableUploadPlan: Equatable {
     static let interopVersion = "8"
     /// `Tus-Resumable` of the tus version we speak.
     static let tusVersion = "1.0.0"
-    /// `409`s in a row, without an append accepted between them, before the attempt fails.
+    /// `409`s in a row, without an append accepted between them, answered by asking again at
+    /// once; after that each new ask waits (``conflictDelay(after:)``). A `409` never ends the
+    /// attempt and never spends a retry (SPEC), however many come.
     static let maxConflictsInARow = 3
+    /// The first wait before asking again, once ``maxConflictsInARow`` is passed (seconds); it
+    /// doubles with each further `409` in a row.
+    static let firstConflictDelay = 0.5
+    /// The longest wait before asking again after a `409` (seconds): well under the stall window,
+    /// which restarts around each wait.
+    static let maxConflictDelay = 15.0
+
+    /// How long to wait before asking again after `conflicts` `409`s in a row: nothing up to
+    /// ``maxConflictsInARow``, then ``firstConflictDelay`` doubling up to ``maxConflictDelay``.
+    static func conflictDelay(after conflicts: Int) -> Double {
+        guard conflicts > maxConflictsInARow else { return 0 }
+        let doublings = min(conflicts - maxConflictsInARow - 1, 16)
+        return min(maxConflictDelay, firstConflictDelay * Double(1 << doublings))
+    }
 
     /// What a request is for.
     enum Purpose: Equatable {
@@ -48,6 +64,9 @@ struct ResumableUploadPlan: Equatable {
     enum Verdict: Equatable {
         /// Send this request next, in the same attempt.
         case send(Request)
+        /// Send this request next, in the same attempt, after waiting this many seconds (a server
+        /// that keeps answering `409`).
+        case sendAfter(Request, seconds: Double)
         /// The upload is complete; the last response is the job's response.
         case completed
         /// The attempt ends with this error (retryable or not, as it says).
@@ -229,12 +248,9 @@ struct ResumableUploadPlan: Equatable {
             return startOver(s)
         case 409:
             conflicts += 1
-            guard conflicts <= Self.maxConflictsInARow else {
-                return .failed(
-                    TransferError(
-                        .httpStatus, "HTTP 409: the server refused \(conflicts) appends in a row", retryable: true))
-            }
-            return .send(remember(offsetRequest()))
+            let ask = remember(offsetRequest())
+            let wait = Self.conflictDelay(after: conflicts)
+            return wait > 0 ? .sendAfter(ask, seconds: wait) : .send(ask)
         case 413:
             let learnt = Self.maxAppendSize(response.headers["upload-limit"])
             guard let limit = learnt, limit > 0, limit < (request.bodyLength ?? 0) else {

@@ -190,8 +190,9 @@ class TransferTask {
         return bytes - mark.bytes < Int64(window / 1000)
     }
 
-    /// Held back on purpose (a bandwidth budget): both stall windows start again.
-    private func restartStallWindow(now: UInt64) {
+    /// Held back on purpose (a bandwidth budget, a wait the server asked for): both stall windows
+    /// start again.
+    func restartStallWindow(now: UInt64) {
         lastProgressAt = now
         stallMark = nil
     }

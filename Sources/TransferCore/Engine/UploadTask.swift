@@ -40,6 +40,8 @@ final class UploadTask: TransferTask {
 
     /// The resumable protocol's decisions (a plain upload with `off` and for forms).
     private var plan: ResumableUploadPlan?
+    /// Waits before asking the server's offset again after `409`s in a row.
+    private var conflictTimer: LoopTimer?
     /// The request in flight, as the plan asked for it.
     private var request: ResumableUploadPlan.Request?
     /// `--sha256`, once the source was checked against it before the first byte: the digest.
@@ -326,13 +328,37 @@ final class UploadTask: TransferTask {
             complete(failure: error)
             return true
         case .send(let next):
-            bytes = p.offset
-            beginNextHistoryEntry()
-            do { try send(next) } catch {
-                complete(failure: TransferError.from(error, retryable: true))
+            sendNext(next, offset: p.offset)
+            return true
+        case .sendAfter(let next, let seconds):
+            // SPEC: a 409 spends no retry; a server that keeps answering it is asked again, more
+            // and more slowly, in the same attempt (the stall window restarts around the wait).
+            Log.info("HTTP 409 again: asking the server's offset in \(seconds) s", job: jobId)
+            restartStallWindow(now: engine.loop.nowMillis)
+            let timer = conflictTimer ?? LoopTimer(loop: engine.loop)
+            conflictTimer = timer
+            timer.start(after: UInt64(seconds * 1000)) { [weak self] in
+                guard let self, self.phase == .transferring else { return }
+                self.restartStallWindow(now: self.engine.loop.nowMillis)
+                self.sendNext(next, offset: p.offset)
             }
             return true
         }
+    }
+
+    /// Sends the plan's next request of this attempt, in a new history entry.
+    private func sendNext(_ next: ResumableUploadPlan.Request, offset: Int64) {
+        bytes = offset
+        beginNextHistoryEntry()
+        do { try send(next) } catch {
+            complete(failure: TransferError.from(error, retryable: true))
+        }
+    }
+
+    override func halt() {
+        conflictTimer?.close()
+        conflictTimer = nil
+        super.halt()
     }
 
     /// Writes what the plan learnt (upload URL, protocol, acknowledged offset, append limit).
