@@ -153,6 +153,44 @@ final class JobMachineTests: XCTestCase {
         XCTAssertEqual(running.actions, [.stopAttempt(.cancel), .cancelRetryTimer, .deletePart, .deleteRow, .schedule])
     }
 
+    func testThatRemovingKeepsTheHookOwedToTheJob() throws {
+        var hooked = job(.running)
+        hooked.hasOnEnd = true
+        // A running job is cancelled first: an ending, whose hook outlives the row.
+        let running = try XCTUnwrap(success(apply(.remove(deleteFiles: false), hooked)))
+        var end = JobPatch()
+        end.state = .cancelled
+        end.error = .some(JobMachine.cancelledError)
+        end.hook = .some(nil)
+        end.hookPending = .some(.job)
+        XCTAssertEqual(
+            running.actions,
+            [
+                .stopAttempt(.cancel), .cancelRetryTimer, .deletePart, .keepHook(.job, ending: end), .deleteRow,
+                .schedule,
+            ])
+        XCTAssertTrue(running.patch.isEmpty)
+        // Only the daemon's hook: that stage.
+        let daemonOnly = try XCTUnwrap(
+            success(
+                JobMachine.transition(
+                    .remove(deleteFiles: false), job(.running),
+                    MachineContext(now: now, isReachable: true, jitter: 0, daemonHook: true))))
+        XCTAssertTrue(daemonOnly.actions.contains { if case .keepHook(.daemon, .some) = $0 { true } else { false } })
+        // No hook at all: nothing kept.
+        let plain = try XCTUnwrap(success(apply(.remove(deleteFiles: false), job(.running))))
+        XCTAssertFalse(plain.actions.contains { if case .keepHook = $0 { true } else { false } })
+        // An ended job whose hook has not run yet: that hook, with no new ending.
+        var pending = job(.completed)
+        pending.hookPending = .daemon
+        let ended = try XCTUnwrap(success(apply(.remove(deleteFiles: false), pending)))
+        XCTAssertEqual(ended.actions, [.cancelRetryTimer, .keepHook(.daemon, ending: nil), .deleteRow, .schedule])
+        // A queued job removed has not ended: no hook.
+        hooked.state = .queued
+        let queued = try XCTUnwrap(success(apply(.remove(deleteFiles: false), hooked)))
+        XCTAssertFalse(queued.actions.contains { if case .keepHook = $0 { true } else { false } })
+    }
+
     func testThatTimersAndTheNetworkQueueOnlyJobsWaitingForThem() {
         XCTAssertEqual(success(apply(.retryDue, job(.waiting, waitReason: .backoff)))?.patch.state, .queued)
         XCTAssertEqual(success(apply(.networkReturned, job(.waiting, waitReason: .offline)))?.patch.state, .queued)

@@ -134,6 +134,40 @@ final class StoreUpgradeTests: XCTestCase {
         XCTAssertTrue(migrations.contains("v6-hooks"))
     }
 
+    /// Migration "v7-removed-hooks" adds `removed_hook`: a database the v6 daemon wrote (one
+    /// completed job killed while its hook ran, so the hook is pending; one plain completed job)
+    /// opens with its pending hook intact and no removed job's hook, and takes one in the same
+    /// transaction as the removal.
+    func testThatASchemaV6DatabaseUpgradesThroughV7WithItsPendingHookAndNoRemovedHooks() throws {
+        let copy = try copyFixture("transfers-v6")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let store = try JobStore(path: copy.path)
+        let jobs = try store.jobs()
+        XCTAssertEqual(jobs.map(\.state), [.completed, .completed])
+        XCTAssertEqual(jobs.map(\.hookPending), [.job, nil])
+        XCTAssertEqual(jobs[0].request.onEnd, "sleep 30")
+        XCTAssertEqual(try store.pendingHooks().map(\.id), [1])
+        XCTAssertTrue(try store.removedHooks().isEmpty)
+        var batch = WriteBatch()
+        let kept = RemovedHook(
+            jobId: 1, stage: .job, state: .completed, destination: "/tmp/fx/w/done.bin", onEnd: "sleep 30",
+            job: #"{"id":1,"state":"completed"}"#)
+        batch.putRemovedHook(kept)
+        batch.delete(1)
+        try store.commit(batch, now: 2)
+        XCTAssertNil(try store.job(1))
+        XCTAssertEqual(try store.removedHooks(), [kept])
+        XCTAssertTrue(try store.pendingHooks().isEmpty)
+        var done = WriteBatch()
+        done.finishRemovedHook(1)
+        try store.commit(done, now: 3)
+        XCTAssertTrue(try store.removedHooks().isEmpty)
+        let migrations = try DatabaseQueue(path: copy.path).read { db in
+            try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid")
+        }
+        XCTAssertEqual(migrations.last, "v7-removed-hooks")
+    }
+
     /// Migration "v5-segments-limits" adds the `setting` table (bandwidth limits) and a job's
     /// `segments`: a v3 database keeps its jobs, has no limits and no segments, and takes both.
     func testThatASchemaV3DatabaseUpgradesThroughV5WithNoLimitsAndNoSegments() throws {

@@ -151,3 +151,71 @@ def test_that_an_upload_runs_its_hook_with_the_source_as_destination(daemon, fau
                        'printf "%s %s" "$AFTRANSFER_STATE" "$AFTRANSFER_DESTINATION"; cat >/dev/null')
     job = hook_done(daemon, id)
     assert job["state"] == "completed" and job["hook"]["output"] == f"completed {src}"
+
+
+def test_that_removing_a_running_job_cancels_it_first_and_runs_its_hooks(daemon_factory, faultserver, key):
+    # SPEC: `remove` cancels a running job first — an ending — and every ending runs its hooks,
+    # the job's own and then the daemon's, though the job is gone by then.
+    d = daemon_factory(start=False)
+    log = d.root / "order.log"
+    seen = d.root / "seen.json"
+    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
+    d.start()
+    hook = f'cat > {seen}; echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE $AFTRANSFER_DESTINATION" >> {log}'
+    dest = d.work / "slow.bin"
+    id = d.download(faultserver.url(key=key, size=200_000, slow=2000), "-o", str(dest), "--on-end", hook)
+    d.wait_state(id, "running")
+    d.cli("remove", str(id), check=True)
+    wait_until(lambda: log.exists() and len(log.read_text().splitlines()) == 2, 15, "both hooks of the removal")
+    assert log.read_text().splitlines() == [f"job {id} cancelled {dest}", f"daemon {id} cancelled"]
+    job = json.loads(seen.read_text())
+    assert job["id"] == id and job["state"] == "cancelled" and job["error"]["code"] == "cancelled"
+    assert d.cli("status", str(id)).rc == 2
+    # Removing a paused job does not end it (only a running one is cancelled first): no hook.
+    other = d.download(faultserver.url(key=key, size=200_000, slow=2000), "-o", str(d.work / "p.bin"),
+                       "--on-end", hook)
+    d.wait_state(other, "running")
+    d.cli("pause", str(other), check=True)
+    d.wait_state(other, "paused")
+    d.cli("remove", str(other), check=True)
+    time.sleep(1)
+    assert len(log.read_text().splitlines()) == 2
+
+
+def test_that_a_hook_owed_to_a_removed_job_survives_kill_9_and_runs_exactly_once(daemon, faultserver, key):
+    log = daemon.root / "ran.log"
+    started = daemon.root / "started.log"
+    cmd = f'echo x >> {started}; sleep 2; echo "$AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}'
+    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "r"), "--on-end", cmd)
+    daemon.wait_state(id, "completed", interval=0.02)
+    wait_until(lambda: started.exists(), 10, "the hook to start")
+    # Removed while its hook runs; then the daemon dies before the hook ends (and kills it).
+    daemon.cli("remove", str(id), check=True)
+    daemon.kill9()
+    time.sleep(2.5)
+    assert not log.exists(), log.read_text()
+    daemon.start()
+    wait_until(lambda: log.exists(), 15, "the hook to run again after the restart")
+    assert log.read_text().splitlines() == [f"{id} completed"]
+    assert daemon.cli("status", str(id)).rc == 2
+    # A finished hook never runs again, after a restart either.
+    daemon.restart()
+    time.sleep(2.5)
+    assert log.read_text().splitlines() == [f"{id} completed"]
+    assert len(started.read_text().splitlines()) == 2
+
+
+def test_that_removing_an_ended_job_whose_hook_runs_neither_repeats_nor_loses_it(daemon, faultserver, key):
+    log = daemon.root / "ran.log"
+    started = daemon.root / "started.log"
+    cmd = f'echo x >> {started}; sleep 1; echo "$AFTRANSFER_JOB_ID" >> {log}'
+    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "e"), "--on-end", cmd)
+    daemon.wait_state(id, "completed", interval=0.02)
+    wait_until(lambda: started.exists(), 10, "the hook to start")
+    daemon.cli("remove", str(id), check=True)
+    wait_until(lambda: log.exists(), 10, "the hook to end")
+    time.sleep(1.5)
+    daemon.restart()
+    time.sleep(1.5)
+    assert log.read_text().splitlines() == [str(id)]
+    assert started.read_text().splitlines() == ["x"]

@@ -88,6 +88,8 @@ public final class Engine: AttemptHost {
     private let retryTimer: LoopTimer
     /// The `--on-end` hooks running now (``Engine+Hooks``).
     let hooks: HookRunner
+    /// Hooks still owed to removed jobs, by job id (``RemovedHook``; stored in `removed_hook`).
+    var removedHooks: [Int64: RemovedHook] = [:]
     private var endOfPass: LoopPrepare?
     private var shuttingDown = false
     private var lastProgressEvent: [Int64: Int64] = [:]
@@ -355,6 +357,18 @@ public final class Engine: AttemptHost {
     /// Runs `body` once the changes made so far are committed.
     func afterCommit(_ body: @escaping () -> Void) { afterCommitQueue.append(body) }
 
+    /// Records a hook owed to a removed job (memory, and this pass's batch).
+    func keepRemovedHook(_ h: RemovedHook) {
+        removedHooks[h.jobId] = h
+        batch.putRemovedHook(h)
+    }
+
+    /// Forgets a removed job's hook: its ending's last hook finished (memory, and this pass's batch).
+    func finishRemovedHook(_ id: Int64) {
+        removedHooks[id] = nil
+        batch.finishRemovedHook(id)
+    }
+
     /// Changes a job's row: into the pending batch, the running attempt's record and the facts.
     func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil) {
         guard !patch.isEmpty else { return }
@@ -424,6 +438,14 @@ public final class Engine: AttemptHost {
                 }
             case .deletePart: deletePart(id)
             case .deleteFile: deleteFile(id)
+            case .keepHook(let stage, let end):
+                guard let kept = removedHook(id, stage, ending: end) else { break }
+                keepRemovedHook(kept)
+                // A new ending's hook runs after any hook of the job still running; an ending's
+                // hook already running is not started twice.
+                afterCommit { [unowned self] in
+                    if end != nil || !self.hooks.isRunning(id) { self.runHook(id) }
+                }
             case .deleteRow:
                 batch.delete(id)
                 queuedRecords[id] = nil
@@ -901,6 +923,9 @@ public final class Engine: AttemptHost {
                 let before = action == .remove ? snapshot(id) : nil
                 decisions.append((id, .act(t, facts, before: before)))
                 probe.patch(id, t.patch)
+                for case .keepHook(let stage, let end) in t.actions {
+                    if let kept = removedHook(id, stage, ending: end) { probe.putRemovedHook(kept) }
+                }
                 if t.actions.contains(.deleteRow) {
                     probe.delete(id)
                     seen[id] = .some(nil)

@@ -63,6 +63,11 @@ public enum JobAction: Equatable, Sendable {
     case deletePart
     /// Delete the completed download's file (`remove --delete-files`).
     case deleteFile
+    /// Keep the hook owed to a job being removed (``RemovedHook``), written in the removal's
+    /// transaction: `ending` is the patch of the ending the removal makes (a running job is
+    /// cancelled first), or nil when the job had ended already and its hook `stage` is still
+    /// pending.
+    case keepHook(HookStage, ending: JobPatch?)
     /// Delete the job's row and history.
     case deleteRow
     /// Tell subscribers (`transfer.state`), after the change is committed.
@@ -198,6 +203,18 @@ public enum JobMachine {
             actions.append(.cancelRetryTimer)
             if state != .completed { actions.append(.deletePart) }
             if deleteFiles && state == .completed && job.kind == .download { actions.append(.deleteFile) }
+            // SPEC: a running job is cancelled first — an ending, with its hooks; an ended job's
+            // hook not run yet is still owed. Either outlives the row.
+            if state == .running {
+                var end = JobPatch()
+                end.state = .cancelled
+                end.error = .some(cancelledError)
+                if !ending(&end, job, ctx).isEmpty, let stage = end.hookPending ?? nil {
+                    actions.append(.keepHook(stage, ending: end))
+                }
+            } else if let pending = job.hookPending {
+                actions.append(.keepHook(pending, ending: nil))
+            }
             actions += [.deleteRow, .schedule]
             return .success(JobTransition(patch: p, actions: actions))
 

@@ -29,6 +29,8 @@ public struct JobFacts: Equatable, Sendable {
     public var finalizing: Bool
     /// Whether the job has its own `--on-end` hook.
     public var hasOnEnd: Bool
+    /// The hook of the job's last ending still to run, if any.
+    public var hookPending: HookStage?
     /// Download: the part holds ranges of a segmented download (recovery must not cut it back to
     /// ``durableBytes``: each range resumes from its own offset).
     public var segmented: Bool
@@ -38,7 +40,7 @@ public struct JobFacts: Equatable, Sendable {
         id: Int64, kind: JobKind, state: TransferState, priority: Int, destination: String?,
         waitReason: WaitReason? = nil, nextRetryAt: Double? = nil, attempts: Int = 0, retriesUsed: Int = 0,
         retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false,
-        hasOnEnd: Bool = false, segmented: Bool = false
+        hasOnEnd: Bool = false, segmented: Bool = false, hookPending: HookStage? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -54,6 +56,7 @@ public struct JobFacts: Equatable, Sendable {
         self.finalizing = finalizing
         self.hasOnEnd = hasOnEnd
         self.segmented = segmented
+        self.hookPending = hookPending
     }
 
     /// The facts of a stored row.
@@ -62,7 +65,8 @@ public struct JobFacts: Equatable, Sendable {
             id: r.id ?? 0, kind: r.kind, state: r.state, priority: r.priority, destination: r.destination,
             waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, attempts: r.attempts, retriesUsed: r.retriesUsed,
             retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit, durableBytes: r.durableBytes,
-            finalizing: r.finalizing, hasOnEnd: r.request.onEnd != nil, segmented: r.segments != nil)
+            finalizing: r.finalizing, hasOnEnd: r.request.onEnd != nil, segmented: r.segments != nil,
+            hookPending: r.hookPending)
     }
 
     /// Applies the same patch the store writes.
@@ -76,5 +80,6 @@ public struct JobFacts: Equatable, Sendable {
         if let v = p.durableBytes { durableBytes = v }
         if let v = p.finalizing { finalizing = v }
         if let v = p.segments { segmented = v != nil }
+        if let v = p.hookPending { hookPending = v }
     }
 }

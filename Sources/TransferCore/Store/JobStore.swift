@@ -257,6 +257,22 @@ public final class JobStore {
                     ])
                 }
             }
+            for h in batch.removedHooks.values {
+                // Before the deletion of its job below: one transaction, so never one without the other.
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO removed_hook (jobId, stage, state, destination, onEnd, job)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """
+                ).run([
+                    h.jobId.databaseValue, h.stage.rawValue.databaseValue, h.state.rawValue.databaseValue,
+                    h.destination?.databaseValue ?? .null, h.onEnd?.databaseValue ?? .null, h.job.databaseValue,
+                ])
+            }
+            if !batch.finishedRemovedHooks.isEmpty {
+                let statement = try db.cachedStatement(sql: "DELETE FROM removed_hook WHERE jobId = ?")
+                for id in batch.finishedRemovedHooks { try statement.run([id.databaseValue]) }
+            }
             if !batch.deletions.isEmpty {
                 let attempts = try db.cachedStatement(sql: "DELETE FROM attempt WHERE jobId = ?")
                 let jobs = try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?")
@@ -481,6 +497,22 @@ public final class JobStore {
                 db, sql: "SELECT id, hookPending FROM job WHERE hookPending IS NOT NULL ORDER BY id")
             return rows.compactMap { row in
                 (row[1] as Int?).flatMap(HookStage.init(rawValue:)).map { (id: row[0], stage: $0) }
+            }
+        }
+    }
+
+    /// The hooks still owed to removed jobs (``RemovedHook``), in id order: what a daemon that
+    /// stopped or crashed before they finished left.
+    public func removedHooks() throws -> [RemovedHook] {
+        try db.read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT jobId, stage, state, destination, onEnd, job FROM removed_hook ORDER BY jobId")
+            return rows.compactMap { row in
+                guard let stage = (row[1] as Int?).flatMap(HookStage.init(rawValue:)),
+                    let state = (row[2] as String?).flatMap(TransferState.init(rawValue:))
+                else { return nil }
+                return RemovedHook(
+                    jobId: row[0], stage: stage, state: state, destination: row[3], onEnd: row[4], job: row[5])
             }
         }
     }

@@ -105,6 +105,21 @@ enum Migrations {
                     CREATE INDEX job_hook_pending ON job(hookPending) WHERE hookPending IS NOT NULL;
                     """)
         }
+        m.registerMigration("v7-removed-hooks") { db in
+            // The hooks still owed to jobs that `remove` deleted (``RemovedHook``): written in the
+            // removal's transaction, deleted when the ending's last hook finished.
+            try db.execute(
+                sql: """
+                    CREATE TABLE removed_hook (
+                        jobId INTEGER PRIMARY KEY NOT NULL,
+                        stage INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        destination TEXT,
+                        onEnd TEXT,
+                        job TEXT NOT NULL
+                    );
+                    """)
+        }
         return m
     }
 }

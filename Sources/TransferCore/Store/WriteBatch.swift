@@ -8,12 +8,19 @@ public struct WriteBatch {
     public private(set) var attempts: [AttemptKey: AttemptRecord] = [:]
     /// Jobs to delete (with their history).
     public private(set) var deletions: Set<Int64> = []
+    /// Hooks owed to removed jobs to write (``RemovedHook``), by job.
+    public private(set) var removedHooks: [Int64: RemovedHook] = [:]
+    /// Hooks owed to removed jobs that are done with (their rows deleted).
+    public private(set) var finishedRemovedHooks: Set<Int64> = []
 
     /// An empty batch.
     public init() {}
 
     /// Whether there is nothing to write.
-    public var isEmpty: Bool { patches.isEmpty && attempts.isEmpty && deletions.isEmpty }
+    public var isEmpty: Bool {
+        patches.isEmpty && attempts.isEmpty && deletions.isEmpty && removedHooks.isEmpty
+            && finishedRemovedHooks.isEmpty
+    }
 
     /// Adds column changes for a job.
     public mutating func patch(_ id: Int64, _ p: JobPatch) {
@@ -31,6 +38,18 @@ public struct WriteBatch {
         patches[id] = nil
         attempts = attempts.filter { $0.key.jobId != id }
         deletions.insert(id)
+    }
+
+    /// Writes (or replaces) the hook owed to a removed job.
+    public mutating func putRemovedHook(_ h: RemovedHook) {
+        finishedRemovedHooks.remove(h.jobId)
+        removedHooks[h.jobId] = h
+    }
+
+    /// Deletes the hook owed to a removed job: its ending's last hook finished.
+    public mutating func finishRemovedHook(_ jobId: Int64) {
+        removedHooks[jobId] = nil
+        finishedRemovedHooks.insert(jobId)
     }
 }
 
