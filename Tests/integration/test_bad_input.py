@@ -124,6 +124,20 @@ def test_a_bad_option_is_refused_with_exit_2(daemon, faultserver, key, opts):
     assert_refused(daemon, r)
 
 
+@pytest.mark.parametrize("args,says", [
+    (["download", "URL", "--retries", "-1"], "between 0 and 1000"),
+    (["download", "URL", "--limit-rate", "-1K"], "not a rate"),
+    (["download", "URL", "-x", "-3"], "between 1 and 16"),
+    (["list", "--limit", "-1"], "1 or more"),
+    (["wait", "1", "--timeout", "-5"], "number of seconds"),
+], ids=["retries", "limit-rate", "connections", "limit", "timeout"])
+def test_a_negative_number_is_named_as_a_bad_value_not_a_missing_one(daemon, faultserver, key, args, says):
+    r = daemon.cli(*[faultserver.url(key=key) if a == "URL" else a for a in args])
+    assert r.rc == 2, r
+    assert says in r.err and "Missing value" not in r.err, r.err
+    assert daemon.jobs() == []
+
+
 def test_output_file_and_directory_together_are_bad_usage(daemon, faultserver, key):
     r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "o", "-d", daemon.work)
     assert_refused(daemon, r)

@@ -40,7 +40,7 @@ struct DownloadCommand: ParsableCommand {
     var sha256: String?
 
     @Option(
-        name: [.customShort("x"), .customLong("connections")],
+        name: [.customShort("x"), .customLong("connections")], parsing: .unconditional,
         help: ArgumentHelp(
             "Fetch over up to N connections at once (1-16; default 1, or aftransferd --connections).",
             valueName: "n"))

@@ -13,7 +13,7 @@ struct ListCommand: ParsableCommand {
     var state: TransferState?
 
     /// `--limit N`: only the first N jobs, in the list's order (after `--state`).
-    @Option(help: ArgumentHelp("Only the first N jobs (oldest first).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Only the first N jobs (oldest first).", valueName: "n"))
     var limit: Int?
 
     @Flag(help: "Print a JSON array of job objects.")

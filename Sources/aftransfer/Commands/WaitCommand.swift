@@ -14,7 +14,9 @@ struct WaitCommand: ParsableCommand {
     @Argument(help: "The jobs' ids.")
     var ids: [Int64]
 
-    @Option(help: ArgumentHelp("Give up after this many seconds (exit 124).", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Give up after this many seconds (exit 124).", valueName: "seconds")
+    )
     var timeout: Double?
 
     @OptionGroup(title: "Global options")

@@ -17,10 +17,15 @@ struct TransferOptions: ParsableArguments {
         parsing: .unconditional, help: ArgumentHelp("Higher runs first; may be negative (default 0).", valueName: "n"))
     var priority: Int?
 
-    @Option(help: ArgumentHelp("Bytes per second, e.g. 500K or 2M (powers of 1024).", valueName: "rate"))
+    // `.unconditional` here and on the other numbers: `--limit-rate -1K` is a bad value, reported as
+    // such, not a missing one.
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Bytes per second, e.g. 500K or 2M (powers of 1024).", valueName: "rate"))
     var limitRate: String?
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp("Retries after a failed attempt (default 8; 0 never repeats a request).", valueName: "n"))
     var retries: Int?
 
