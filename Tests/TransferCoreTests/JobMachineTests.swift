@@ -150,7 +150,15 @@ final class JobMachineTests: XCTestCase {
         let deleted = try XCTUnwrap(success(apply(.remove(deleteFiles: true), job(.completed))))
         XCTAssertEqual(deleted.actions, [.cancelRetryTimer, .deleteFile, .deleteRow, .schedule])
         let running = try XCTUnwrap(success(apply(.remove(deleteFiles: false), job(.running))))
-        XCTAssertEqual(running.actions, [.stopAttempt(.cancel), .cancelRetryTimer, .deletePart, .deleteRow, .schedule])
+        var cancelled = JobPatch()
+        cancelled.state = .cancelled
+        cancelled.error = .some(JobMachine.cancelledError)
+        XCTAssertEqual(
+            running.actions,
+            [
+                .stopAttempt(.cancel), .cancelRetryTimer, .deletePart, .notifyRemoved(ending: cancelled), .deleteRow,
+                .schedule,
+            ])
     }
 
     func testThatRemovingKeepsTheHookOwedToTheJob() throws {
@@ -166,8 +174,8 @@ final class JobMachineTests: XCTestCase {
         XCTAssertEqual(
             running.actions,
             [
-                .stopAttempt(.cancel), .cancelRetryTimer, .deletePart, .keepHook(.job, ending: end), .deleteRow,
-                .schedule,
+                .stopAttempt(.cancel), .cancelRetryTimer, .deletePart, .keepHook(.job, ending: end),
+                .notifyRemoved(ending: end), .deleteRow, .schedule,
             ])
         XCTAssertTrue(running.patch.isEmpty)
         // Only the daemon's hook: that stage.

@@ -4,10 +4,11 @@ once across `kill -9`, and a failing hook never changes the job."""
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
-from conftest import wait_until
+from conftest import stop_process, wait_until
 
 
 def hook_done(daemon, id, timeout=15):
@@ -219,3 +220,37 @@ def test_that_removing_an_ended_job_whose_hook_runs_neither_repeats_nor_loses_it
     time.sleep(1.5)
     assert log.read_text().splitlines() == [str(id)]
     assert started.read_text().splitlines() == ["x"]
+
+
+def test_that_a_running_job_removed_ends_cancelled_for_followers_and_the_reply(daemon, faultserver, key):
+    # `remove` cancels a running job first: `download --wait --json` prints the job as it ended
+    # (cancelled, its attempt closed), subscribers get that `transfer.state`, and the reply is it.
+    url = faultserver.url(key=key, size=100_000, slow=10_000)
+    follower = subprocess.Popen(
+        [daemon.cli_exe, "download", url, "-o", str(daemon.work / "rm.bin"), "--wait", "--json",
+         "--home", str(daemon.home), "--no-autostart"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: daemon.jobs() and daemon.jobs()[0]["state"] == "running", 10, "the job to run")
+        id = daemon.jobs()[0]["id"]
+        events = daemon.connect()
+        assert "result" in events.call("events.subscribe", {"ids": [id]})
+        rpc = daemon.connect()
+        reply = rpc.call("transfer.remove", {"ids": [id]})["result"]
+        out, err = follower.communicate(timeout=15)
+    finally:
+        if follower.poll() is None:
+            stop_process(follower)
+    assert follower.returncode == 1, err
+    for job in (json.loads(out), reply["jobs"][0]):
+        assert job["id"] == id and job["state"] == "cancelled", job
+        assert job["error"]["code"] == "cancelled" and job["rate"] == 0 and job["eta"] is None, job
+        assert len(job["history"]) == 1 and job["history"][0]["endedAt"], job["history"]
+    seen = []
+    while True:
+        line = events.recv_line(timeout=5)
+        assert line, f"no transfer.state cancelled among {seen}"
+        msg = json.loads(line)
+        seen.append((msg.get("method"), msg.get("params", {}).get("state")))
+        if seen[-1] == ("transfer.state", "cancelled"):
+            break
+    assert daemon.cli("status", str(id)).rc == 2

@@ -446,6 +446,10 @@ public final class Engine: AttemptHost {
                 afterCommit { [unowned self] in
                     if end != nil || !self.hooks.isRunning(id) { self.runHook(id) }
                 }
+            case .notifyRemoved(let end):
+                if onEvents != nil, wantsEvents(), let job = snapshot(id, ending: end) {
+                    events.append((EngineNotification.stateChanged, job))
+                }
             case .deleteRow:
                 batch.delete(id)
                 queuedRecords[id] = nil
@@ -578,14 +582,10 @@ public final class Engine: AttemptHost {
     private func closeHistory(_ task: TransferTask, error: TransferError?) {
         task.closeHistory(error: error)
         batch.putAttempt(task.jobId, seq: task.historySeq, task.historyEntry)
-        if var r = ending[task.jobId] {
-            if task.historySeq < r.history.count {
-                r.history[task.historySeq] = task.historyEntry
-            } else {
-                r.history.append(task.historyEntry)
-            }
-            ending[task.jobId] = r
-        }
+        // The copies events and hooks are made from (a job ending, a job being removed) see it.
+        let id = task.jobId
+        ending[id]?.putHistory(task.historyEntry, at: task.historySeq)
+        vanishing[id]?.putHistory(task.historyEntry, at: task.historySeq)
         if let status = task.lastStatus {
             var p = JobPatch()
             p.httpStatus = .some(status)
@@ -897,7 +897,7 @@ public final class Engine: AttemptHost {
         case .remove: event = .remove(deleteFiles: deleteFiles)
         }
         enum Decision {
-            case act(JobTransition, JobFacts, before: JobSnapshot?)
+            case act(JobTransition, JobFacts)
             case refuse(ControlRefusal)
         }
         var decisions: [(Int64, Decision)] = []
@@ -920,8 +920,7 @@ public final class Engine: AttemptHost {
             }
             switch decide(id, event, facts) {
             case .success(let t):
-                let before = action == .remove ? snapshot(id) : nil
-                decisions.append((id, .act(t, facts, before: before)))
+                decisions.append((id, .act(t, facts)))
                 probe.patch(id, t.patch)
                 for case .keepHook(let stage, let end) in t.actions {
                     if let kept = removedHook(id, stage, ending: end) { probe.putRemovedHook(kept) }
@@ -951,10 +950,14 @@ public final class Engine: AttemptHost {
             switch decision {
             case .refuse(let r):
                 refused.append(r)
-            case .act(let t, let facts, let before):
+            case .act(let t, let facts):
                 perform(id, t, facts: facts)
                 if action == .remove {
-                    if let before { done.append(before) }
+                    // Its last object, from the row going away: as it ended, for a running job
+                    // (cancelled first, its attempt closed).
+                    var end: JobPatch? = nil
+                    for case .notifyRemoved(let e) in t.actions { end = e }
+                    if let job = snapshot(id, ending: end) { done.append(job) }
                 } else if let job = snapshot(id) {
                     done.append(job)
                 }
@@ -991,8 +994,18 @@ public final class Engine: AttemptHost {
             httpStatus: t.lastStatus)
     }
 
-    private func snapshot(_ id: Int64) -> JobSnapshot? {
-        guard let r = record(id) else { return nil }
+    /// A job's object now; with `ending`, as that ending leaves it (a running job being removed).
+    private func snapshot(_ id: Int64, ending: JobPatch? = nil) -> JobSnapshot? {
+        guard var r = record(id) else { return nil }
+        if let ending {
+            r.apply(ending)
+            var listing = JobListing(r)
+            listing.nextRetryAt = nil
+            if let t = tasks[id] {
+                listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
+            }
+            return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
+        }
         var listing = JobListing(r)
         listing.nextRetryAt = nextRetryAt(id, stored: listing.nextRetryAt)
         if let t = tasks[id] {

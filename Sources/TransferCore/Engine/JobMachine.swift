@@ -68,6 +68,9 @@ public enum JobAction: Equatable, Sendable {
     /// cancelled first), or nil when the job had ended already and its hook `stage` is still
     /// pending.
     case keepHook(HookStage, ending: JobPatch?)
+    /// Tell subscribers (`transfer.state`) that a job being removed ended as `ending` says (a
+    /// running job is cancelled first), once its removal is committed.
+    case notifyRemoved(ending: JobPatch)
     /// Delete the job's row and history.
     case deleteRow
     /// Tell subscribers (`transfer.state`), after the change is committed.
@@ -212,6 +215,7 @@ public enum JobMachine {
                 if !ending(&end, job, ctx).isEmpty, let stage = end.hookPending ?? nil {
                     actions.append(.keepHook(stage, ending: end))
                 }
+                actions.append(.notifyRemoved(ending: end))
             } else if let pending = job.hookPending {
                 actions.append(.keepHook(pending, ending: nil))
             }

@@ -88,6 +88,11 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
 }
 
 extension JobRecord {
+    /// Sets the `seq`-th history entry (from 0), appending it when it is the next one.
+    mutating func putHistory(_ entry: AttemptRecord, at seq: Int) {
+        if seq < history.count { history[seq] = entry } else if seq == history.count { history.append(entry) }
+    }
+
     /// Applies a patch to this in-memory copy of the row (the store writes the same fields).
     public mutating func apply(_ p: JobPatch) {
         if let v = p.state { state = v }
