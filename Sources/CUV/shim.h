@@ -54,6 +54,29 @@ static inline int aft_rename_noreplace(const char *from, const char *to) {
     return rename(from, to);
 }
 
+/// Marks every descriptor from `low` up close-on-exec, so a child started next (an `--on-end`
+/// hook) inherits only its standard streams: libcurl's connections and wake-up pair and
+/// descriptors the daemon itself inherited have no FD_CLOEXEC. close_range(2) with
+/// CLOSE_RANGE_CLOEXEC (Linux 5.11) through syscall(2); on an older kernel, each descriptor
+/// listed in /proc/self/fd. 0, or -1 (errno set).
+#include <dirent.h>
+#include <stdlib.h>
+static inline int aft_cloexec_from(int low) {
+    if (syscall(SYS_close_range, (unsigned)low, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) == 0) return 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int self = dirfd(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd < low || fd == self) continue;
+        int flags = fcntl(fd, F_GETFD);
+        if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+    closedir(d);
+    return 0;
+}
+
 /// Moves the calling thread (only it) into the network namespace open at `fd` (setns(2) with
 /// CLONE_NEWNET); 0, or -1 with errno set. Declared here because Swift's Glibc hides setns.
 extern int setns(int fd, int nstype);

@@ -254,3 +254,17 @@ def test_that_a_running_job_removed_ends_cancelled_for_followers_and_the_reply(d
         if seen[-1] == ("transfer.state", "cancelled"):
             break
     assert daemon.cli("status", str(id)).rc == 2
+
+
+def test_that_a_hook_inherits_only_its_standard_streams(daemon, faultserver, key):
+    # A hook that leaves a process behind must not hold the daemon's sockets, connections or
+    # files open: its shell sees descriptors 0, 1 and 2 only.
+    # What a process the hook leaves behind holds: the descriptors of a background `sleep` (it
+    # ends by itself in 2 s), listed by another process.
+    cmd = "sleep 2 </dev/null >/dev/null 2>&1 & ls /proc/$!/fd"
+    # A connection kept alive by libcurl exists by the time the second job ends.
+    first = daemon.download(faultserver.url(key=key, size=1000), "-o", str(daemon.work / "a.bin"))
+    daemon.wait_state(first, "completed")
+    id = daemon.download(faultserver.url(key=key, size=1000), "-o", str(daemon.work / "b.bin"), "--on-end", cmd)
+    job = hook_done(daemon, id)
+    assert sorted(int(n) for n in job["hook"]["output"].split()) == [0, 1, 2], job["hook"]

@@ -96,6 +96,10 @@ public final class ProcessRunner {
             for p in argv { free(p) }
             for p in envp { free(p) }
         }
+        // Only the three standard streams reach the child: descriptors without FD_CLOEXEC
+        // (libcurl's connections, any the daemon inherited) would otherwise outlive a hook that
+        // leaves a process behind.
+        _ = aft_cloexec_from(3)
         let rc: Int32 = executable.withCString { file in
             argv.withUnsafeBufferPointer { argvBuf in
                 envp.withUnsafeBufferPointer { envBuf in
