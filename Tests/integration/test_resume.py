@@ -150,3 +150,44 @@ def test_a_paused_job_survives_a_daemon_restart_and_stays_paused(daemon, faultse
     daemon.cli("resume", id, check=0)
     daemon.wait_state(id, "completed", timeout=30)
     assert sha256_file(dest) == faultserver.sha256(size, 17)
+
+
+def test_a_206_of_another_version_is_never_spliced_the_download_starts_over(daemon, faultserver, key):
+    # A cache that ignores If-Range answers the resumed request with a 206 of the new version
+    # (another ETag): the part is not continued with it; the whole new version is fetched.
+    size = 3_000_000
+    dest = daemon.work / "v2.bin"
+    url = faultserver.url(size=size, seed="sp", key=key, drop=1_000_000, times=1, changeafter=1, ignoreifrange=1)
+    id = daemon.download(url, "-o", dest, "--retries", "1")
+    job = daemon.wait_state(id, "completed", timeout=60)
+    log = faultserver.log(key)
+    assert log[1]["range"] == "bytes=1000000-" and log[1]["status"] == 206 and log[1]["seed"] == "sp.v2"
+    assert log[-1]["range"] is None and log[-1]["status"] == 200
+    assert sha256_file(dest) == faultserver.sha256(size, "sp.v2"), "bytes of two versions were spliced"
+    assert job["sha256"] == faultserver.sha256(size, "sp.v2") and job["attempts"] == 2
+
+
+def test_the_same_with_last_modified_only(daemon, faultserver, key):
+    size = 3_000_000
+    dest = daemon.work / "lm2.bin"
+    url = faultserver.url(size=size, seed="lm", key=key, drop=1_000_000, times=1, changeafter=1, ignoreifrange=1,
+                          etag=0)
+    id = daemon.download(url, "-o", dest, "--retries", "1")
+    daemon.wait_state(id, "completed", timeout=60)
+    log = faultserver.log(key)
+    assert log[1]["ifRange"] == log[0]["lastModified"] and log[1]["status"] == 206
+    assert sha256_file(dest) == faultserver.sha256(size, "lm.v2"), "bytes of two versions were spliced"
+
+
+def test_a_part_without_a_validator_is_not_resumed_but_started_over(daemon, faultserver, key):
+    # Neither ETag nor Last-Modified: no If-Range could protect a range, so none is asked for.
+    size = 500_000
+    dest = daemon.work / "nv.bin"
+    id = daemon.download(faultserver.url(size=size, seed=17, key=key, slow=200_000, etag=0, lastmod=0, change=1),
+                         "-o", dest)
+    pause_after(daemon, id, 100_000)
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    log = faultserver.log(key)
+    assert log[1]["range"] is None and log[1]["status"] == 200, log[1]
+    assert sha256_file(dest) == faultserver.sha256(size, "17.2"), "bytes of two versions were spliced"

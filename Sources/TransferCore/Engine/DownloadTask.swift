@@ -187,8 +187,13 @@ final class DownloadTask: TransferTask {
         if let start = primarySegment, let seg = plan?.segment(start) {
             options.rangeFrom = seg.fetched
             options.rangeTo = seg.end - 1
-        } else if offset > 0 {
+        } else if offset > 0, ifRangeValue != nil {
             options.rangeFrom = offset
+        } else if offset > 0 {
+            // No validator (no strong ETag, no Last-Modified): without If-Range a range of
+            // another version could be spliced on. The whole file is asked for; its 200 starts
+            // the part over.
+            Log.info("the part has no validator to resume with: asking for the whole file", job: jobId)
         } else if wantConnections > 1 && !singleOnly {
             // `bytes=0-` learns the size, the validator and whether ranges work.
             options.rangeFrom = 0
@@ -225,6 +230,14 @@ final class DownloadTask: TransferTask {
                 resetToZero()
                 abortError = TransferError(
                     .network, "the server sent a range that does not match the part; starting over", retryable: true)
+                return
+            }
+            if offset > 0, !validatorsMatch(etag: header("etag"), lastModified: header("last-modified")) {
+                // A range of another version (a cache that ignored If-Range): never spliced on.
+                // This request ends and the download starts over from byte 0, in this attempt.
+                Log.info("server answered 206 with another ETag or Last-Modified: restarting from byte 0", job: jobId)
+                fallbackRequested = true
+                schedulePump()
                 return
             }
             total = cr.total
