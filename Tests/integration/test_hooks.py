@@ -268,3 +268,29 @@ def test_that_a_hook_inherits_only_its_standard_streams(daemon, faultserver, key
     id = daemon.download(faultserver.url(key=key, size=1000), "-o", str(daemon.work / "b.bin"), "--on-end", cmd)
     job = hook_done(daemon, id)
     assert sorted(int(n) for n in job["hook"]["output"].split()) == [0, 1, 2], job["hook"]
+
+
+def test_that_a_crash_ends_the_processes_a_hook_started_so_it_runs_exactly_once(daemon, faultserver, key):
+    # The side effect is made by a child of the hook's shell: the crash must end it too, or the
+    # command would finish once now and once more after the restart.
+    log = daemon.root / "child.log"
+    started = daemon.root / "child-started.log"
+    cmd = f'sh -c \'echo x >> {started}; sleep 2; echo "$AFTRANSFER_JOB_ID" >> {log}\''
+    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "c"), "--on-end", cmd)
+    daemon.wait_state(id, "completed", interval=0.02)
+    wait_until(lambda: started.exists(), 10, "the hook's child to start")
+    daemon.kill9()
+    time.sleep(2.5)
+    assert not log.exists(), "the interrupted hook's child finished after the crash"
+    daemon.start()
+    job = hook_done(daemon, id)
+    assert job["hook"]["exitStatus"] == 0
+    assert log.read_text().splitlines() == [str(id)]
+    assert len(started.read_text().splitlines()) == 2
+
+
+def test_that_a_hook_still_gets_the_job_on_stdin_and_its_exit_status_through_the_wrapper(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(key=key, size=10), "-o", str(daemon.work / "s"),
+                         "--on-end", 'python3 -c "import json,sys; print(json.load(sys.stdin)[\'id\'])"; exit 7')
+    job = hook_done(daemon, id)
+    assert job["hook"] == {"exitStatus": 7, "output": f"{id}\n"}

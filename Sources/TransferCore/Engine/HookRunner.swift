@@ -6,8 +6,9 @@ import Foundation
 ///
 /// The command is never built from job data: job data reaches the hook only through stdin and the
 /// environment. Where util-linux's `setpriv` is present the shell is started through it with
-/// `--pdeathsig KILL`, so that a daemon crash also ends the hook it interrupted (which then runs
-/// again after the restart, exactly once in all). Loop-thread only.
+/// `--pdeathsig TERM`, and ``groupKeeper`` then kills the hook's process group, so that a daemon
+/// crash or stop also ends the hook it interrupted, children included (it then runs again after
+/// the restart, exactly once in all). Loop-thread only.
 public final class HookRunner {
     /// The longest a hook may run, in seconds; then its process group is killed.
     public static let timeout = 60.0
@@ -17,6 +18,14 @@ public final class HookRunner {
     public static let shell = "/bin/sh"
     /// util-linux's `setpriv`, to tie the hook's life to the daemon's.
     public static let setpriv = "/usr/bin/setpriv"
+    /// The shell script the hook's command runs under (the command is its `$0`, never part of the
+    /// script): it runs the command in a shell of its own (stdin passed on through fd 3, since an
+    /// asynchronous command's stdin would be /dev/null) and waits for it, exiting with its status;
+    /// the daemon's death (`--pdeathsig TERM`) makes it kill the hook's whole process group, so a
+    /// process the command started is ended too, not left to finish a side effect that the hook
+    /// run again at the next start repeats. The group is the hook's own: it is started in a new
+    /// session.
+    static let groupKeeper = #"trap 'kill -KILL 0' TERM; exec 3<&0; /bin/sh -c "$0" 0<&3 3<&- & exec 3<&-; wait $!"#
     /// Hooks run at once at most; later ones wait their turn (a queue of 100,000 cancelled jobs
     /// must not fork 100,000 shells).
     public static let maxConcurrent = 4
@@ -91,9 +100,8 @@ public final class HookRunner {
         for (k, v) in environment { env[k] = v }
         let viaSetpriv = access(Self.setpriv, X_OK) == 0
         let executable = viaSetpriv ? Self.setpriv : Self.shell
-        let arguments =
-            viaSetpriv
-            ? ["setpriv", "--pdeathsig", "KILL", "--", Self.shell, "-c", command] : ["sh", "-c", command]
+        let shell = [Self.shell, "-c", Self.groupKeeper, command]
+        let arguments = viaSetpriv ? ["setpriv", "--pdeathsig", "TERM", "--"] + shell : shell
         do {
             let runner = try ProcessRunner(
                 loop: loop, executable: executable, arguments: arguments, environment: env, input: input,
