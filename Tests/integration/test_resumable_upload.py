@@ -346,6 +346,20 @@ def test_cancel_sends_delete_to_the_upload_url_once_and_remove_sends_no_second(d
     assert all(u["deleted"] for u in st["uploads"])
 
 
+def test_remove_of_a_running_resumable_upload_sends_delete_once(daemon, ietf):
+    src = daemon.work / "removed.bin"
+    write_random_file(src, 4 * 1024 * 1024)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key), "--limit-rate", "1M")
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the upload URL")
+    daemon.wait_bytes(id, 200_000)
+    daemon.cli("remove", id, check=0)
+    wait_until(lambda: [r for r in ietf.stats(key)["requests"] if r["method"] == "DELETE"], 10, "the DELETE")
+    time.sleep(1)
+    deletes = [r for r in ietf.stats(key)["requests"] if r["method"] == "DELETE"]
+    assert len(deletes) == 1, deletes
+
+
 def test_a_source_changed_between_appends_fails_the_job_with_source_changed(daemon, ietf):
     src = daemon.work / "changed.bin"
     write_random_file(src, 2 * 1024 * 1024)

@@ -375,6 +375,7 @@ public final class Engine: AttemptHost {
         batch.patch(id, patch)
         tasks[id]?.record.apply(patch)
         ending[id]?.apply(patch)
+        vanishing[id]?.apply(patch)  // a job being removed: what its later actions read
         if queuedRecords[id] != nil {
             queuedRecords[id]?.apply(patch)
             queuedRecords[id]?.updatedAt = Timestamp.now()  // as the commit will write it
