@@ -160,6 +160,32 @@ final class ResumableUploadPlanTests: XCTestCase {
         XCTAssertEqual(ResumableUploadPlan.conflictDelay(after: 10_000), ResumableUploadPlan.maxConflictDelay)
     }
 
+    func testThatALocationIsResolvedAgainstTheURLThatAnsweredAfterARedirect() {
+        var p = plan()
+        _ = p.first()
+        var interim = response(104, ["upload-draft-interop-version": "8", "location": "/res/9"])
+        interim.url = "http://other.example:8080/up"
+        XCTAssertTrue(p.interim(interim))
+        XCTAssertEqual(p.uploadURL, "http://other.example:8080/res/9")
+        var t = plan(.tus)
+        _ = t.first()
+        var created = response(201, ["location": "files/3"])
+        created.url = "http://tus.example/api/"
+        _ = t.received(created)
+        XCTAssertEqual(t.uploadURL, "http://tus.example/api/files/3")
+    }
+
+    func testThatAnAnswerTheProtocolDoesNotAllowIsNotRetried() {
+        var t = plan(.tus)
+        _ = t.first()
+        guard case .failed(let e) = t.received(response(201)) else { return XCTFail() }
+        XCTAssertFalse(e.retryable)
+        var h = plan(uploadURL: "http://h.example/res/7", agreed: .ietf, offset: 300)
+        _ = h.first()
+        guard case .failed(let f) = h.received(response(200)) else { return XCTFail() }
+        XCTAssertFalse(f.retryable)
+    }
+
     func testThatAGoneUploadURLStartsOverAsARetry() {
         for status in [404, 410] {
             var p = plan(uploadURL: "http://h.example/res/7", agreed: .ietf, offset: 300)

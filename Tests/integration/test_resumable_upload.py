@@ -360,6 +360,33 @@ def test_remove_of_a_running_resumable_upload_sends_delete_once(daemon, ietf):
     assert len(deletes) == 1, deletes
 
 
+def test_a_104_location_is_resolved_against_the_url_that_answered_after_a_redirect(daemon, ietf, faultserver):
+    # The job's URL answers 307 to the IETF server; its 104 says `Location: /res/uN`, which lives
+    # there, not on the first host: the upload resumes there after a cut.
+    src = daemon.work / "redirected.bin"
+    digest = write_random_file(src, 1_500_000)
+    key = ietf.key()
+    target = ietf.url(key, drop="500000")
+    url = faultserver.url("/upload", key=key, redirect=target, code=307)
+    id = daemon.upload(src, url, "--retries", "2")
+    job = daemon.wait_state(id, "completed", timeout=60)
+    assert job["uploadUrl"].startswith(ietf.base + "/res/"), job["uploadUrl"]
+    st = ietf.stats(key)
+    assert [r["method"] for r in st["requests"]] == ["PUT", "HEAD", "PATCH"]
+    assert the_upload(st, upload_id(job))["sha256"] == digest
+
+
+def test_a_tus_creation_answered_without_a_location_fails_at_once(daemon, faultserver, key):
+    # Not a tus server: a 201 without `Location`. SPEC: a status outside the retryable list is
+    # not retried; the job fails after its one POST.
+    src = daemon.work / "notus.bin"
+    write_random_file(src, 10_000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--resumable", "tus")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["attempts"] == 1 and not job["error"]["retryable"], job["error"]
+    assert [e["method"] for e in faultserver.log(key)] == ["POST"]
+
+
 def test_a_source_changed_between_appends_fails_the_job_with_source_changed(daemon, ietf):
     src = daemon.work / "changed.bin"
     write_random_file(src, 2 * 1024 * 1024)

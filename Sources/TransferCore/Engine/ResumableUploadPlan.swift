@@ -79,6 +79,9 @@ struct ResumableUploadPlan: Equatable {
         var status: Int
         /// Header values by lowercase name (the last of a repeated one).
         var headers: [String: String]
+        /// The URL that answered (after redirects): a `Location` is resolved against it. Nil: the
+        /// request's own URL.
+        var url: String? = nil
     }
 
     // MARK: - The job's facts
@@ -173,7 +176,8 @@ struct ResumableUploadPlan: Equatable {
         guard mode == .auto, current?.purpose == .create, response.status == 104,
             response.headers["upload-draft-interop-version"].map({ $0.trimmingCharacters(in: .whitespaces) })
                 == Self.interopVersion,
-            let location = response.headers["location"], let resolved = Self.resolve(location, against: url)
+            let location = response.headers["location"],
+            let resolved = Self.resolve(location, against: response.url ?? url)
         else { return false }  // no 104, or a server of another interop version: a plain upload
         uploadURL = resolved
         agreed = .ietf
@@ -192,7 +196,8 @@ struct ResumableUploadPlan: Equatable {
 
         case .create where mode == .tus:
             guard (200..<300).contains(s) else { return .failed(RetryPolicy.error(forHTTPStatus: s)) }
-            guard let location = response.headers["location"], let resolved = Self.resolve(location, against: url)
+            guard let location = response.headers["location"],
+                let resolved = Self.resolve(location, against: response.url ?? url)
             else {
                 return .failed(Self.protocolError("the tus server created no upload (no Location in its \(s))"))
             }
@@ -353,7 +358,10 @@ struct ResumableUploadPlan: Equatable {
         return Data(bytes).base64EncodedString()
     }
 
+    /// An answer the protocol does not allow (no `Location` to a tus creation, no offset to a
+    /// `HEAD`): not retryable, as a status outside SPEC's retryable list is not — asking the same
+    /// server again gets the same answer.
     private static func protocolError(_ message: String) -> TransferError {
-        TransferError(.httpStatus, message, retryable: true)
+        TransferError(.httpStatus, message, retryable: false)
     }
 }

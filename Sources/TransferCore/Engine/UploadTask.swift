@@ -306,7 +306,7 @@ final class UploadTask: TransferTask {
 
     override func interimResponseComplete() {
         guard var p = plan, let s = currentStatus else { return }
-        if p.interim(ResumableUploadPlan.Response(status: s, headers: responseFields())) {
+        if p.interim(ResumableUploadPlan.Response(status: s, headers: responseFields(), url: currentURL)) {
             plan = p
             // Written now: committed at the end of this loop pass, before any checkpoint.
             persistPlan()
@@ -316,7 +316,7 @@ final class UploadTask: TransferTask {
 
     override func followUp() -> Bool {
         guard var p = plan, let s = lastStatus else { return false }
-        let verdict = p.received(ResumableUploadPlan.Response(status: s, headers: responseFields()))
+        let verdict = p.received(ResumableUploadPlan.Response(status: s, headers: responseFields(), url: currentURL))
         plan = p
         persistPlan()
         switch verdict {
