@@ -185,6 +185,24 @@ def test_max_per_host_2_caps_the_connections_the_server_sees(daemon_factory, fau
     assert 1 <= conns["max"] <= 2, conns
 
 
+def test_a_job_waiting_for_a_connection_to_its_host_neither_stalls_nor_counts_one(daemon_factory, faultserver, key):
+    # --max-per-host 1: the second job waits in libcurl's queue while the first runs for longer
+    # than the stall window. It is not "stalled" (it never talked to the server), spends no
+    # retry, shows no open connection, and completes once the first is done.
+    d = daemon_factory(args=["--max-per-host", "1", "--stall-timeout", "2"])
+    first = d.download(faultserver.url("/a", size=5 * MiB, key=key, seed="a", slow=1 * MiB), "-o", d.work / "a.bin")
+    d.wait_bytes(first, 200_000)
+    second = d.download(faultserver.url("/b", size=1000, key=key, seed="b"), "-o", d.work / "b.bin", "--retries", "0")
+    time.sleep(1)
+    jobs = {j["id"]: j for j in d.jobs()}
+    assert jobs[first]["connections"] == 1 and jobs[second]["state"] == "running", jobs
+    assert jobs[second]["connections"] == 0, jobs[second]
+    job = d.wait_state(second, "completed", timeout=30)
+    assert job["attempts"] == 1 and len(job["history"]) == 1, job
+    assert d.job(first)["state"] == "completed"
+    assert [e["path"] for e in faultserver.log(key)] == ["/a", "/b"]
+
+
 def _segmented_under_way(daemon, nginx, name):
     """An 8 MiB file fetched with -x 4 at 1 MiB/s a connection, 3 MiB of it in: (size, digest, dest, id)."""
     size = 8 * MiB

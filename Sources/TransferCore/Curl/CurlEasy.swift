@@ -50,6 +50,10 @@ public final class CurlEasy {
     /// The transfer ended (the handle is already out of the multi): nil, or libcurl's error as
     /// the job's error (``CurlErrorClassifier``).
     public var onDone: ((TransferError?) -> Void)?
+    /// Whether libcurl gave the transfer a socket (resolving, connecting, or on a connection).
+    /// One it holds back for a free connection to its host (`CURLMOPT_MAX_HOST_CONNECTIONS`) has
+    /// none: it is waiting its turn, not transferring. Set by ``CurlMulti``.
+    public internal(set) var engaged = false
 
     /// Creates an easy handle with the options every transfer shares.
     public init() throws {

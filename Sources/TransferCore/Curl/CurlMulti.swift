@@ -47,8 +47,11 @@ public final class CurlMulti {
         let me = Unmanaged.passUnretained(self).toOpaque()
         aft_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
         aft_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
-        aft_multi_setopt_socket_cb(multi) { _, s, what, userp, socketp in
+        aft_multi_setopt_socket_cb(multi) { easy, s, what, userp, socketp in
             guard let userp else { return 0 }
+            if what != CURL_POLL_REMOVE, let easy, let owner = CurlEasy.owner(of: easy), !owner.engaged {
+                owner.engaged = true
+            }
             Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue().socketEvent(s, what, socketp)
             return 0
         }

@@ -962,11 +962,17 @@ final class DownloadTask: TransferTask {
 
     override var openConnections: Int {
         guard phase == .transferring else { return 0 }
-        guard plan != nil else { return 1 }
-        return (primaryAccepted ? 1 : 0) + connections.filter(\.isActive).count
+        guard plan != nil else { return super.openConnections }
+        // A further connection libcurl holds back for a free one to the host has none yet.
+        return (primaryAccepted ? 1 : 0) + connections.filter { $0.isActive && $0.easy.engaged }.count
     }
 
-    override var hostConnections: Int { multiplexed ? min(1, openConnections) : openConnections }
+    /// Connections held or asked for (libcurl's queue for the host included): what the host cap counts.
+    override var hostConnections: Int {
+        guard phase == .transferring else { return 0 }
+        let held = plan == nil ? 1 : (primaryAccepted ? 1 : 0) + connections.filter(\.isActive).count
+        return multiplexed ? min(1, held) : held
+    }
 
     override var segmentProgress: [SegmentProgress]? {
         plan?.segments.map { SegmentProgress(start: $0.start, end: $0.end, bytes: $0.fetched - $0.start) }

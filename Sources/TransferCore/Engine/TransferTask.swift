@@ -99,9 +99,9 @@ class TransferTask {
     }
 
     /// Connections open now (the job object's `connections`).
-    var openConnections: Int { phase == .transferring ? 1 : 0 }
+    var openConnections: Int { phase == .transferring && easy?.engaged == true ? 1 : 0 }
     /// TCP connections held to ``hostKey`` (`--max-per-host`): one for several HTTP/2 streams.
-    var hostConnections: Int { openConnections }
+    var hostConnections: Int { phase == .transferring ? 1 : 0 }
     /// A segmented download's ranges (`transfer.segments`); nil otherwise.
     var segmentProgress: [SegmentProgress]? { nil }
 
@@ -180,6 +180,11 @@ class TransferTask {
     /// window): no byte for a whole window, or fewer bytes than the window has seconds in the last
     /// full window (a trickle that never goes silent). Called by the engine's tick.
     func stalled(now: UInt64, window: UInt64) -> Bool {
+        if easy?.engaged == false {
+            // Waiting for a free connection to its host (`--max-per-host`): not a stall.
+            restartStallWindow(now: now)
+            return false
+        }
         if now &- lastProgressAt > window { return true }
         guard let mark = stallMark else {
             stallMark = (now, bytes)
