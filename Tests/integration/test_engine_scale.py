@@ -134,6 +134,21 @@ def test_add_many_is_all_or_nothing_and_names_the_refused_index(daemon, faultser
     assert daemon.jobs() == []
 
 
+def test_a_request_that_does_not_decode_is_refused_by_its_index_too(daemon, faultserver, key):
+    good = {"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "g")}
+    for bad, says in (({"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "h"),
+                        "priority": "high"}, "priority"), (5, "not an object"), ({"destination": "/x"}, "url")):
+        resp = daemon.rpc("transfer.addMany", {"requests": [good, bad]})
+        assert resp["error"]["code"] == -32602 and resp["error"]["data"]["index"] == 1, resp
+        assert resp["error"]["message"].startswith("request 1: ") and says in resp["error"]["message"], resp
+    with daemon.connect() as c:
+        first = {"batch": "d1", "final": False, "requests": [good]}
+        assert c.call("transfer.addMany", first)["result"] == {"batch": "d1", "received": 1}
+        resp = c.call("transfer.addMany", {"batch": "d1", "final": True, "requests": [good | {"priority": "x"}]})
+        assert resp["error"]["data"]["index"] == 1, resp  # counted from the batch's first request
+    assert daemon.jobs() == []
+
+
 def test_a_batch_in_parts_is_held_outside_the_queue_until_its_final_part_even_across_kill_9(daemon, faultserver, key):
     """Parts are held in the store's staging table, not as jobs: a `kill -9` between parts leaves
     no job of the batch; a complete batch becomes jobs with consecutive ids, in its order."""

@@ -97,6 +97,17 @@ public final class BatchAssembler {
         owner: Int, batch: String, requests: [TransferRequest], final: Bool,
         prepare: (TransferRequest) throws -> JobRecord, stage: ([JobRecord], Key) throws -> Void
     ) throws -> Outcome {
+        try receive(
+            owner: owner, batch: batch, decoded: requests.map { .success($0) }, final: final, prepare: prepare,
+            stage: stage)
+    }
+
+    /// ``receive(owner:batch:requests:final:prepare:stage:)`` for requests as they decoded: one
+    /// that did not is refused by its index, as one that does not validate is.
+    public func receive(
+        owner: Int, batch: String, decoded requests: [Result<TransferRequest, TransferError>], final: Bool,
+        prepare: (TransferRequest) throws -> JobRecord, stage: ([JobRecord], Key) throws -> Void
+    ) throws -> Outcome {
         let key = Key(owner: owner, batch: batch)
         if dropped.contains(key) {
             throw RPCError.invalidParams(
@@ -107,7 +118,9 @@ public final class BatchAssembler {
         do {
             var records: [JobRecord] = []
             records.reserveCapacity(requests.count)
-            for request in requests {
+            for decoded in requests {
+                let index = entry.count
+                let request = try decoded.mapError { BatchRefusal(index: index, error: $0) }.get()
                 records.append(
                     try Self.check(request, index: entry.count, claims: &entry.destinations, prepare: prepare))
                 entry.count += 1

@@ -34,7 +34,8 @@ public struct RPCRequest {
         }
     }
 
-    private static func describe(_ error: Error) -> String {
+    /// What a decoding error says, as an `invalid params` message names it.
+    static func describe(_ error: Error) -> String {
         switch error {
         case DecodingError.keyNotFound(let key, _): return "missing \(key.stringValue)"
         case DecodingError.typeMismatch(_, let ctx), DecodingError.valueNotFound(_, let ctx):

@@ -9,17 +9,35 @@ struct AddManyHandler: RPCHandler {
     var changesJobs: Bool { true }
 
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(AddManyParams.self)
+        let params = try request.decode(Shape.self)
+        // Each request decoded on its own: one that does not decode is refused by its index, as
+        // one that does not validate is.
+        guard case .array(let raw)? = request.params?["requests"] else {
+            throw RPCError.invalidParams("wrong type for requests")
+        }
+        let decoded: [Result<TransferRequest, TransferError>] = raw.map { value in
+            guard case .object = value else {
+                return .failure(TransferError(.invalidRequest, "not an object (a request is transfer.add's params)"))
+            }
+            do {
+                return .success(try value.decode(as: TransferRequest.self))
+            } catch {
+                return .failure(TransferError(.invalidRequest, RPCRequest.describe(error)))
+            }
+        }
         let service = request.context.service
         guard let batch = params.batch else {
-            try BatchAssembler.checkDistinctDestinations(params.requests)
-            return .stream(JobArrayStream(jobs: try service.addMany(params.requests)))
+            let requests = try decoded.enumerated().map { index, r in
+                try r.mapError { BatchRefusal(index: index, error: $0) }.get()
+            }
+            try BatchAssembler.checkDistinctDestinations(requests)
+            return .stream(JobArrayStream(jobs: try service.addMany(requests)))
         }
         guard let final = params.final else {
             throw RPCError.invalidParams("missing final (a batch part needs it)")
         }
         let outcome = try request.context.batches.receive(
-            owner: request.connection.number, batch: batch, requests: params.requests, final: final,
+            owner: request.connection.number, batch: batch, decoded: decoded, final: final,
             prepare: service.prepare, stage: { try service.stage($0, batch: $1.storeKey) })
         switch outcome {
         case .partial(let received):
@@ -33,6 +51,24 @@ struct AddManyHandler: RPCHandler {
                 throw error
             }
             return .stream(JobRangeStream(service: service, ids: ids))
+        }
+    }
+
+    /// The params but `requests` (decoded one by one above).
+    private struct Shape: Decodable {
+        var batch: String?
+        var final: Bool?
+
+        private enum CodingKeys: String, CodingKey { case batch, final, requests }
+
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            guard c.contains(.requests) else {
+                throw DecodingError.keyNotFound(
+                    CodingKeys.requests, DecodingError.Context(codingPath: [], debugDescription: "missing requests"))
+            }
+            batch = try c.decodeIfPresent(String.self, forKey: .batch)
+            final = try c.decodeIfPresent(Bool.self, forKey: .final)
         }
     }
 }
