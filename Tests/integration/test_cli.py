@@ -161,7 +161,7 @@ def _received(faultserver, key):
     return upload["contentType"], upload["sha256"] if not parts else None, parts
 
 
-@pytest.mark.parametrize("kind", ["file", "form"])
+@pytest.mark.parametrize("kind", ["file", "form", "comma"])
 def test_the_printed_curl_command_sends_what_the_daemon_sent(daemon, faultserver, key, kind):
     # Run the command `aftransfer curl` prints, against a fresh key: the server must see the same
     # body (or the same parts), content type included. Text parts are --form-string: with -F,
@@ -171,6 +171,11 @@ def test_the_printed_curl_command_sends_what_the_daemon_sent(daemon, faultserver
     photo.write_bytes(os.urandom(3000))
     if kind == "file":
         args = [photo, faultserver.url("/upload", key=key), "--resumable", "off"]
+    elif kind == "comma":
+        # curl -F splits a file name at `,` (several files) unless it is quoted.
+        odd = daemon.work / "x,y.txt"
+        odd.write_text("data with a comma in its name\n")
+        args = ["--form", f"doc=@{odd}", faultserver.url("/upload", key=key)]
     else:
         args = ["--form", "title=<lt.txt", "--form", "msg=a;b", "--form", f"pic=@{photo}",
                 faultserver.url("/upload", key=key)]
@@ -181,7 +186,9 @@ def test_the_printed_curl_command_sends_what_the_daemon_sent(daemon, faultserver
     assert r.returncode == 0, (command, r.stderr)
     daemons = _received(faultserver, key)
     curls = _received(faultserver, key + "-curl")
-    if kind == "form":
+    if kind == "comma":
+        assert daemons[2] == curls[2] and [p["filename"] for p in curls[2]] == ["x,y.txt"], (command, curls)
+    elif kind == "form":
         # The multipart boundary differs; the parts must not.
         assert daemons[2] == curls[2], (command, daemons, curls)
         assert [p["name"] for p in curls[2]] == ["title", "msg", "pic"]

@@ -100,9 +100,10 @@ public enum FormPart: Codable, Equatable, Sendable {
             && halves.allSatisfy { !$0.isEmpty && $0.unicodeScalars.allSatisfy(HeaderField.isTokenCharacter) }
     }
 
+    /// `s` in double quotes (with `\\` and `\"` escaped) when curl's `-F` would otherwise split it:
+    /// at `;` (the part's parameters) or `,` (several files), or a leading quote.
     private static func quotedIfNeeded(_ s: String) -> String {
-        let needsQuotes =
-            s.hasPrefix("\"") || s.lowercased().contains(";type=") || s.lowercased().contains(";filename=")
+        let needsQuotes = s.hasPrefix("\"") || s.contains(";") || s.contains(",")
         guard needsQuotes else { return s }
         let escaped = s.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"")
         return "\"\(escaped)\""
