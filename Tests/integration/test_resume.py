@@ -191,3 +191,21 @@ def test_a_part_without_a_validator_is_not_resumed_but_started_over(daemon, faul
     log = faultserver.log(key)
     assert log[1]["range"] is None and log[1]["status"] == 200, log[1]
     assert sha256_file(dest) == faultserver.sha256(size, "17.2"), "bytes of two versions were spliced"
+
+
+def test_kill_9_while_a_206_of_another_version_starts_over_leaves_the_new_version_byte_for_byte(daemon, faultserver,
+                                                                                                  key):
+    # The restart from byte 0 rewrites the part: a crash in the middle of the new version's bytes
+    # resumes them (with the new ETag) and never splices the old ones in.
+    size = 4_000_000
+    dest = daemon.work / "crash-v2.bin"
+    url = faultserver.url(size=size, seed="kc", key=key, drop=1_000_000, times=1, changeafter=1,
+                          ignoreifrange=1, slow=1_000_000)
+    id = daemon.download(url, "-o", dest, "--retries", "3")
+    wait_until(lambda: len(faultserver.log(key)) >= 3 and daemon.job(id)["bytes"] >= 1_500_000, 30,
+               "the new version to be half-way")
+    daemon.kill9()
+    daemon.start()
+    job = daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, "kc.v2"), "bytes of two versions were spliced"
+    assert job["sha256"] == faultserver.sha256(size, "kc.v2")
