@@ -183,13 +183,21 @@ def test_that_removing_a_running_job_cancels_it_first_and_runs_its_hooks(daemon_
     assert len(log.read_text().splitlines()) == 2
 
 
-def test_that_a_hook_owed_to_a_removed_job_survives_kill_9_and_runs_exactly_once(daemon, faultserver, key):
+def completed_with_its_hook_running(daemon, faultserver, key, name: str, sleep: float):
+    """A small download whose hook notes its start in started.log, sleeps `sleep` s, then appends
+    "ID STATE" to ran.log: returns (id, ran.log, started.log) once the job completed and its hook
+    started."""
     log = daemon.root / "ran.log"
     started = daemon.root / "started.log"
-    cmd = f'echo x >> {started}; sleep 2; echo "$AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}'
-    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "r"), "--on-end", cmd)
+    cmd = f'echo x >> {started}; sleep {sleep}; echo "$AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}'
+    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / name), "--on-end", cmd)
     daemon.wait_state(id, "completed", interval=0.02)
     wait_until(lambda: started.exists(), 10, "the hook to start")
+    return id, log, started
+
+
+def test_that_a_hook_owed_to_a_removed_job_survives_kill_9_and_runs_exactly_once(daemon, faultserver, key):
+    id, log, started = completed_with_its_hook_running(daemon, faultserver, key, "r", sleep=2)
     # Removed while its hook runs; then the daemon dies before the hook ends (and kills it).
     daemon.cli("remove", str(id), check=True)
     daemon.kill9()
@@ -207,18 +215,13 @@ def test_that_a_hook_owed_to_a_removed_job_survives_kill_9_and_runs_exactly_once
 
 
 def test_that_removing_an_ended_job_whose_hook_runs_neither_repeats_nor_loses_it(daemon, faultserver, key):
-    log = daemon.root / "ran.log"
-    started = daemon.root / "started.log"
-    cmd = f'echo x >> {started}; sleep 1; echo "$AFTRANSFER_JOB_ID" >> {log}'
-    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "e"), "--on-end", cmd)
-    daemon.wait_state(id, "completed", interval=0.02)
-    wait_until(lambda: started.exists(), 10, "the hook to start")
+    id, log, started = completed_with_its_hook_running(daemon, faultserver, key, "e", sleep=1)
     daemon.cli("remove", str(id), check=True)
     wait_until(lambda: log.exists(), 10, "the hook to end")
     time.sleep(1.5)
     daemon.restart()
     time.sleep(1.5)
-    assert log.read_text().splitlines() == [str(id)]
+    assert log.read_text().splitlines() == [f"{id} completed"]
     assert started.read_text().splitlines() == ["x"]
 
 
