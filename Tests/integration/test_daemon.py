@@ -109,6 +109,18 @@ def test_a_socket_in_a_missing_directory_is_named_as_such(daemon_factory):
     assert p.returncode == 1 and "does not exist" in p.stderr, p.stderr
 
 
+def test_a_socket_path_too_long_for_sun_path_is_refused_not_cut_short(daemon_factory):
+    # sun_path holds 107 bytes: a longer path would be bound cut short, at a path nobody uses.
+    d = daemon_factory(start=False)
+    long_dir = d.work / ("y" * 120)
+    long_dir.mkdir()
+    p = subprocess.run(d.command(("--socket", str(long_dir / "s.sock"))), capture_output=True, text=True,
+                       timeout=15, env=d.env)
+    assert p.returncode == 1 and "at most 107 bytes" in p.stderr, p.stderr
+    assert sorted(x.name for x in d.work.iterdir()) == [long_dir.name], "nothing was bound anywhere"
+    assert list(long_dir.iterdir()) == []
+
+
 def test_logs_go_to_stderr_one_line_an_event_with_the_job_id(daemon, faultserver, key):
     id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "lg")
     daemon.wait_state(id, "completed")

@@ -20,6 +20,14 @@ enum SocketPath {
     /// Clears `path` for `bind`.
     /// - Throws: ``Refusal``.
     static func clear(_ path: String) throws {
+        // Longer than `sun_path` holds, libuv would bind a cut-short path nobody can reach.
+        let length = path.utf8.count
+        guard length <= UnixSocketAddress.maximumLength else {
+            throw Refusal(
+                description:
+                    "cannot bind \(path): a socket path has at most \(UnixSocketAddress.maximumLength) bytes (this one \(length))"
+            )
+        }
         var st = stat()
         guard lstat(path, &st) == 0 else {
             let code = errno
