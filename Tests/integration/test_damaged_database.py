@@ -91,3 +91,18 @@ def test_an_intact_database_still_opens_with_its_jobs(daemon, faultserver, key):
     make_database(daemon, faultserver, key, jobs=5)
     daemon.start()
     assert len(daemon.jobs()) == 5
+
+
+def test_a_refused_database_leaves_no_file_others_can_read(daemon, faultserver, key):
+    # SQLite gives the -wal and -shm files the database's mode: a database copied in as 0644 and
+    # then refused must not leave world-readable files beside it.
+    make_database(daemon, faultserver, key)
+    size = daemon.database.stat().st_size
+    corrupt(daemon.database, 4096, size - 4096)
+    daemon.database.chmod(0o644)
+    for suffix in ("-wal", "-shm"):
+        daemon.database.with_name(daemon.database.name + suffix).unlink(missing_ok=True)
+    assert run_daemon(daemon).returncode == 1
+    for f in daemon.database.parent.iterdir():
+        if f.name.startswith(daemon.database.name):
+            assert f.stat().st_mode & 0o077 == 0, f"{f.name} is {oct(f.stat().st_mode & 0o777)}"

@@ -89,6 +89,9 @@ public final class Daemon {
         let pidText = "\(getpid())\n"
         _ = pidText.withCString { write(lockFD, $0, strlen($0)) }
 
+        // SQLite gives the WAL and shared-memory files the database's mode: made private first, so
+        // they are private too even when the database is refused below.
+        chmod(paths.database, 0o600)
         let store: JobStore
         do {
             store = try JobStore(path: paths.database)
