@@ -212,6 +212,24 @@ def test_bad_params_get_invalid_params(daemon):
     assert daemon.jobs() == []
 
 
+@pytest.mark.parametrize("params", ['"x"', "[99]", "7", "true"])
+def test_params_that_are_not_an_object_get_invalid_params_with_data_and_a_notification_no_answer(daemon, params):
+    with daemon.connect() as c:
+        c.send_raw(b'{"jsonrpc":"2.0","method":"transfer.get","params":' + params.encode() + b"}\n")
+        c.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"transfer.get","params":' + params.encode() + b"}\n")
+        resp = c.recv(timeout=5)
+    assert resp["id"] == 2, f"the notification was answered: {resp}"
+    assert resp["error"]["code"] == -32602 and resp["error"]["data"] == {"code": "invalid_request"}, resp
+    assert "params must be an object" in resp["error"]["message"], resp
+
+
+def test_null_params_count_as_none(daemon):
+    with daemon.connect() as c:
+        c.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"daemon.status","params":null}\n')
+        resp = c.recv(timeout=5)
+    assert "result" in resp and resp["id"] == 5, resp
+
+
 def test_an_unknown_job_id_gets_no_such_job(daemon):
     assert_rpc_error(daemon.rpc("transfer.get", {"id": 987654}, id=9), -32001, id=9)
 

@@ -102,12 +102,15 @@ public final class RPCServer {
                     code: RPCErrorCode.invalidRequest,
                     message: "not a JSON-RPC 2.0 request (jsonrpc \"2.0\" and a method are required)"))
         }
-        let params = obj["params"]
-        if let params {
-            switch params {
-            case .object, .array, .null: break
-            default: return refuse(RPCError(code: RPCErrorCode.invalidParams, message: "params must be an object"))
-            }
+        // Params are named (an object); null counts as none. Anything else is refused — with no
+        // answer to a notification, which never gets one.
+        var params = obj["params"]
+        switch params {
+        case .object?, nil: break
+        case .null?: params = nil
+        default:
+            guard id != nil else { return }
+            return refuse(.invalidParams("params must be an object"))
         }
         let answer = router.answer(method: method, params: params, connection: conn)
         // A notification (no id) gets no answer, but its changes are committed all the same.
