@@ -245,6 +245,21 @@ def test_409s_to_appends_ask_again_and_never_spend_a_retry(daemon, ietf, conflic
     assert [g >= w - 0.05 for g, w in zip(gaps[3:], [0.5, 1, 2])] == [True] * len(gaps[3:]), gaps
 
 
+def test_while_409s_keep_coming_bytes_is_the_servers_offset_not_the_refused_appends(daemon, ietf):
+    src = daemon.work / "c100.bin"
+    write_random_file(src, 2_000_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="500000", conflict="100"), "--retries", "1")
+    # Past the first three 409s, the daemon waits between asks: bytes must show 500000 then.
+    wait_until(lambda: len([r for r in ietf.stats(key)["requests"] if r["method"] == "PATCH"]) >= 5, 30,
+               "the waits between asks")
+    for _ in range(5):
+        job = daemon.job(id)
+        assert job["state"] == "running" and job["bytes"] == 500_000, (job["bytes"], job["fraction"])
+        time.sleep(0.3)
+    daemon.cli("cancel", id, check=0)
+
+
 def test_a_413_with_upload_limit_makes_appends_no_larger_than_max_append_size(daemon, ietf):
     size = 2_600_000
     src = daemon.work / "chunks.bin"

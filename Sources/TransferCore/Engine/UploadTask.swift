@@ -334,6 +334,7 @@ final class UploadTask: TransferTask {
             // SPEC: a 409 spends no retry; a server that keeps answering it is asked again, more
             // and more slowly, in the same attempt (the stall window restarts around the wait).
             Log.info("HTTP 409 again: asking the server's offset in \(seconds) s", job: jobId)
+            bytes = p.offset  // what the server acknowledged, not the refused append's bytes
             restartStallWindow(now: engine.loop.nowMillis)
             let timer = conflictTimer ?? LoopTimer(loop: engine.loop)
             conflictTimer = timer
