@@ -130,7 +130,9 @@ def test_a_bad_option_is_refused_with_exit_2(daemon, faultserver, key, opts):
     (["download", "URL", "-x", "-3"], "between 1 and 16"),
     (["list", "--limit", "-1"], "1 or more"),
     (["wait", "1", "--timeout", "-5"], "number of seconds"),
-], ids=["retries", "limit-rate", "connections", "limit", "timeout"])
+    (["limit", "--download", "-1K"], "-1K"),
+    (["limit", "--upload", "-2M"], "-2M"),
+], ids=["retries", "limit-rate", "connections", "limit", "timeout", "limit-download", "limit-upload"])
 def test_a_negative_number_is_named_as_a_bad_value_not_a_missing_one(daemon, faultserver, key, args, says):
     r = daemon.cli(*[faultserver.url(key=key) if a == "URL" else a for a in args])
     assert r.rc == 2, r

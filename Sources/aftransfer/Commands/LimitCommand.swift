@@ -14,10 +14,11 @@ struct LimitCommand: ParsableCommand {
             fixed one; --schedule off clears it. Per-job --limit-rate applies inside these limits.
             """)
 
-    @Option(help: ArgumentHelp("Daemon-wide download limit, or off.", valueName: "rate"))
+    // `.unconditional`: `--download -1K` is a bad rate, reported as such, not a missing value.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Daemon-wide download limit, or off.", valueName: "rate"))
     var download: String?
 
-    @Option(help: ArgumentHelp("Daemon-wide upload limit, or off.", valueName: "rate"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Daemon-wide upload limit, or off.", valueName: "rate"))
     var upload: String?
 
     @Option(help: ArgumentHelp("Daily timetable of download limits, or off.", valueName: "'HH:MM,RATE ...'"))
