@@ -40,7 +40,8 @@ final class BatchAssemblerTests: XCTestCase {
         prepare: ((TransferRequest) throws -> JobRecord)? = nil
     ) throws -> BatchAssembler.Outcome {
         try assembler.receive(
-            owner: owner, batch: batch, requests: requests, final: final, prepare: prepare ?? record,
+            owner: owner, batch: batch, decoded: requests.map { .success($0) }, final: final,
+            prepare: prepare ?? record,
             stage: { records, key in self.held[key.storeKey, default: []] += records.map(\.url) })
     }
 
@@ -97,7 +98,7 @@ final class BatchAssemblerTests: XCTestCase {
     func testThatAStoreThatCannotHoldAPartDropsTheBatch() throws {
         XCTAssertThrowsError(
             try assembler.receive(
-                owner: 1, batch: "full", requests: [download("a")], final: false, prepare: record,
+                owner: 1, batch: "full", decoded: [.success(download("a"))], final: false, prepare: record,
                 stage: { _, _ in throw TransferError(.diskFull, "disk full") }))
         XCTAssertEqual(discarded, ["1:full"])
         XCTAssertEqual(assembler.count, 0)

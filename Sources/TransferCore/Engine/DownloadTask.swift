@@ -961,17 +961,22 @@ final class DownloadTask: TransferTask {
     }
 
     override var openConnections: Int {
-        guard phase == .transferring else { return 0 }
-        guard plan != nil else { return super.openConnections }
-        // A further connection libcurl holds back for a free one to the host has none yet.
-        return (primaryAccepted ? 1 : 0) + connections.filter { $0.isActive && $0.easy.engaged }.count
+        plan == nil ? super.openConnections : segmentConnections(countingQueued: false)
     }
 
     /// Connections held or asked for (libcurl's queue for the host included): what the host cap counts.
     override var hostConnections: Int {
-        guard phase == .transferring else { return 0 }
-        let held = plan == nil ? 1 : (primaryAccepted ? 1 : 0) + connections.filter(\.isActive).count
+        let held = plan == nil ? super.hostConnections : segmentConnections(countingQueued: true)
         return multiplexed ? min(1, held) : held
+    }
+
+    /// A segmented download's connections: this task's own once its range was accepted, and the
+    /// further ones — with `countingQueued`, also those libcurl still holds back for a free
+    /// connection to the host.
+    private func segmentConnections(countingQueued: Bool) -> Int {
+        guard phase == .transferring else { return 0 }
+        let further = connections.filter { $0.isActive && (countingQueued || $0.easy.engaged) }.count
+        return (primaryAccepted ? 1 : 0) + further
     }
 
     override var segmentProgress: [SegmentProgress]? {

@@ -55,9 +55,8 @@ extension Engine {
     func removedHook(_ id: Int64, _ stage: HookStage, ending: JobPatch?) -> RemovedHook? {
         guard var r = record(id) else { return nil }
         if let ending { r.apply(ending) }
-        let job = JobSnapshot(JobListing(r), live: nil)
         var writer = JobJSONWriter(capacity: 2048)
-        writer.write(job)
+        writer.write(snapshot(of: r))
         return RemovedHook(
             jobId: id, stage: stage, state: r.state, destination: r.destination, onEnd: r.request.onEnd,
             job: String(decoding: writer.bytes, as: UTF8.self))

@@ -998,15 +998,14 @@ public final class Engine: AttemptHost {
     /// A job's object now; with `ending`, as that ending leaves it (a running job being removed).
     private func snapshot(_ id: Int64, ending: JobPatch? = nil) -> JobSnapshot? {
         guard var r = record(id) else { return nil }
-        if let ending {
-            r.apply(ending)
-            var listing = JobListing(r)
-            listing.nextRetryAt = nil
-            if let t = tasks[id] {
-                listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
-            }
-            return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
-        }
+        if let ending { r.apply(ending) }
+        return snapshot(of: r)
+    }
+
+    /// The object of a job whose row is `r`: with the running attempt's progress and open history
+    /// entry, if it runs.
+    func snapshot(of r: JobRecord) -> JobSnapshot {
+        let id = r.id ?? 0
         var listing = JobListing(r)
         listing.nextRetryAt = nextRetryAt(id, stored: listing.nextRetryAt)
         if let t = tasks[id] {

@@ -84,7 +84,8 @@ public final class BatchAssembler {
     /// - Parameters:
     ///   - owner: the connection's number.
     ///   - batch: the batch id.
-    ///   - requests: the part's requests.
+    ///   - requests: the part's requests, as they decoded: one that did not is refused by its
+    ///     index, as one that does not validate is.
     ///   - final: whether this is the last part.
     ///   - prepare: checks one request as `transfer.add` would, without queuing it, and returns the
     ///     new job's row (``JobService/prepare(_:)``); throws ``TransferError``.
@@ -93,17 +94,6 @@ public final class BatchAssembler {
     /// - Throws: ``BatchRefusal`` (index counted from the batch's first request) when a request is
     ///   refused or names a destination an earlier request of the batch names; the batch is dropped.
     ///   ``RPCError`` for a part of a batch already dropped; what `stage` throws (the batch is dropped).
-    public func receive(
-        owner: Int, batch: String, requests: [TransferRequest], final: Bool,
-        prepare: (TransferRequest) throws -> JobRecord, stage: ([JobRecord], Key) throws -> Void
-    ) throws -> Outcome {
-        try receive(
-            owner: owner, batch: batch, decoded: requests.map { .success($0) }, final: final, prepare: prepare,
-            stage: stage)
-    }
-
-    /// ``receive(owner:batch:requests:final:prepare:stage:)`` for requests as they decoded: one
-    /// that did not is refused by its index, as one that does not validate is.
     public func receive(
         owner: Int, batch: String, decoded requests: [Result<TransferRequest, TransferError>], final: Bool,
         prepare: (TransferRequest) throws -> JobRecord, stage: ([JobRecord], Key) throws -> Void

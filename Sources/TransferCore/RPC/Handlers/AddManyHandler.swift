@@ -12,8 +12,11 @@ struct AddManyHandler: RPCHandler {
         let params = try request.decode(Shape.self)
         // Each request decoded on its own: one that does not decode is refused by its index, as
         // one that does not validate is.
-        guard case .array(let raw)? = request.params?["requests"] else {
-            throw RPCError.invalidParams("wrong type for requests")
+        let raw: [JSONValue]
+        switch request.params?["requests"] {
+        case .array(let values)?: raw = values
+        case nil: throw RPCError.invalidParams("missing requests")
+        default: throw RPCError.invalidParams("wrong type for requests")
         }
         let decoded: [Result<TransferRequest, TransferError>] = raw.map { value in
             guard case .object = value else {
@@ -58,17 +61,5 @@ struct AddManyHandler: RPCHandler {
     private struct Shape: Decodable {
         var batch: String?
         var final: Bool?
-
-        private enum CodingKeys: String, CodingKey { case batch, final, requests }
-
-        init(from decoder: Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            guard c.contains(.requests) else {
-                throw DecodingError.keyNotFound(
-                    CodingKeys.requests, DecodingError.Context(codingPath: [], debugDescription: "missing requests"))
-            }
-            batch = try c.decodeIfPresent(String.self, forKey: .batch)
-            final = try c.decodeIfPresent(Bool.self, forKey: .final)
-        }
     }
 }
