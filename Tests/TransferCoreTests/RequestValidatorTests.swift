@@ -66,6 +66,35 @@ final class RequestValidatorTests: XCTestCase {
         }
     }
 
+    // MARK: lists
+
+    func testThatAListLooksAtEachDirectoryOnce() throws {
+        var known = Set<String>()
+        var first = TransferRequest(url: "https://example.com/a")
+        first.directory = path("dir")
+        _ = try RequestValidator.validate(first, knownDirectories: &known)
+        _ = try RequestValidator.validate(download(to: path("dir/b.bin")), knownDirectories: &known)
+        XCTAssertEqual(known, [path("dir")])
+        // Known, it is not looked at again for the rest of the list...
+        try FileManager.default.removeItem(atPath: path("dir"))
+        var second = first
+        second.url = "https://example.com/c"
+        XCTAssertNoThrow(try RequestValidator.validate(second, knownDirectories: &known))
+        // ...but a request on its own, or another list, looks.
+        assertRefused(second, .destinationMissingDir, mentioning: "directory")
+        var fresh = Set<String>()
+        XCTAssertThrowsError(try RequestValidator.validate(second, knownDirectories: &fresh))
+        XCTAssertTrue(fresh.isEmpty)
+    }
+
+    func testThatAFileIsNeverTakenForAKnownDirectory() throws {
+        var known = Set<String>()
+        var request = TransferRequest(url: "https://example.com/a")
+        request.directory = path("file.txt")
+        XCTAssertThrowsError(try RequestValidator.validate(request, knownDirectories: &known))
+        XCTAssertTrue(known.isEmpty)
+    }
+
     // MARK: kind
 
     func testThatKindDefaultsToDownload() throws {

@@ -726,11 +726,13 @@ public final class Engine: AttemptHost {
     // MARK: - Adding jobs
 
     /// Validates one request and builds its row; `claimed` are destinations taken by earlier
-    /// requests of the same batch.
+    /// requests of the same batch, `knownDirectories` the directories they found
+    /// (``RequestValidator/validate(_:knownDirectories:)``).
     private func prepareRecord(
-        _ request: TransferRequest, claimed: Set<String>, now: Double = Timestamp.now()
+        _ request: TransferRequest, claimed: Set<String>, knownDirectories: inout Set<String>,
+        now: Double = Timestamp.now()
     ) throws -> JobRecord {
-        let req = try RequestValidator.validate(request)
+        let req = try RequestValidator.validate(request, knownDirectories: &knownDirectories)
         let kind: JobKind = req.kind == JobKind.upload.rawValue ? .upload : .download
         var destination: String?
         var sourceSize: Int64?
@@ -770,7 +772,8 @@ public final class Engine: AttemptHost {
 
     /// Checks a request as ``add(_:)`` would, without queuing it; returns the new job's row.
     public func prepare(_ request: TransferRequest) throws -> JobRecord {
-        try prepareRecord(request, claimed: [])
+        var directories = Set<String>()
+        return try prepareRecord(request, claimed: [], knownDirectories: &directories)
     }
 
     /// Holds a batch part's rows in the store until the batch is complete.
@@ -839,11 +842,12 @@ public final class Engine: AttemptHost {
         var records: [JobRecord] = []
         records.reserveCapacity(requests.count)
         var claimed: Set<String> = []
+        var directories: Set<String> = []
         // One time for the whole list: its jobs share their timestamps (and their strings).
         let now = Timestamp.now()
         for (i, request) in requests.enumerated() {
             do {
-                let r = try prepareRecord(request, claimed: claimed, now: now)
+                let r = try prepareRecord(request, claimed: claimed, knownDirectories: &directories, now: now)
                 if r.kind == .download, let d = r.destination { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {

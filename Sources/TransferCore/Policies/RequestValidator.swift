@@ -34,6 +34,17 @@ public enum RequestValidator {
     ///   `destination_exists` for an existing target without `replace`, `destination_missing_dir`
     ///   for a missing directory without `createDirs`. The message starts with the field's name.
     public static func validate(_ request: TransferRequest) throws -> TransferRequest {
+        var known = Set<String>()
+        return try validate(request, knownDirectories: &known)
+    }
+
+    /// Validates one request of a list, as ``validate(_:)``; `knownDirectories` are the
+    /// directories earlier requests of the same list found to be directories (the ones this
+    /// request finds are added), so that a list of thousands of downloads into one directory
+    /// looks at it once, not once a request.
+    public static func validate(
+        _ request: TransferRequest, knownDirectories: inout Set<String>
+    ) throws -> TransferRequest {
         var r = request
 
         // kind
@@ -88,7 +99,7 @@ public enum RequestValidator {
             }
         } else {
             if r.resumable != nil { throw invalid("resumable: only applies to uploads") }
-            try validateDownload(r)
+            try validateDownload(r, knownDirectories: &knownDirectories)
         }
 
         for header in r.headers ?? [] {
@@ -192,7 +203,7 @@ public enum RequestValidator {
 
     // MARK: - Downloads
 
-    private static func validateDownload(_ r: TransferRequest) throws {
+    private static func validateDownload(_ r: TransferRequest, knownDirectories: inout Set<String>) throws {
         for (field, given) in [("source", r.source != nil), ("form", r.form != nil), ("response", r.response != nil)]
         where given {
             throw invalid("\(field): only applies to uploads")
@@ -204,11 +215,14 @@ public enum RequestValidator {
         case (nil, nil):
             throw invalid("destination: a download needs a destination (-o) or a directory (-d)")
         case (let destination?, nil):
-            try checkTargetFile(destination, field: "destination", createDirs: createDirs, replace: r.replace ?? false)
+            try checkTargetFile(
+                destination, field: "destination", createDirs: createDirs, replace: r.replace ?? false,
+                knownDirectories: &knownDirectories)
         case (nil, let directory?):
+            if knownDirectories.contains(directory) { return }
             switch FileKind(path: directory) {
             case .directory:
-                break
+                knownDirectories.insert(directory)
             case .missing:
                 guard createDirs else {
                     throw TransferError(
@@ -224,7 +238,9 @@ public enum RequestValidator {
     }
 
     /// Checks a file the daemon will create (a download's destination, an upload's response).
-    private static func checkTargetFile(_ path: String, field: String, createDirs: Bool, replace: Bool) throws {
+    private static func checkTargetFile(
+        _ path: String, field: String, createDirs: Bool, replace: Bool, knownDirectories: inout Set<String>
+    ) throws {
         guard !path.hasSuffix("/") else {
             throw invalid("\(field): \(printable(path)) names a directory, not a file")
         }
@@ -244,9 +260,10 @@ public enum RequestValidator {
             }
         }
         let parent = parentDirectory(of: path)
+        if knownDirectories.contains(parent) { return }
         switch FileKind(path: parent) {
         case .directory:
-            break
+            knownDirectories.insert(parent)
         case .missing:
             guard createDirs else {
                 throw TransferError(
@@ -304,8 +321,10 @@ public enum RequestValidator {
         }
         if let response = r.response {
             // For an upload, createDirs and replace are about the response file.
+            var directories = Set<String>()
             try checkTargetFile(
-                response, field: "response", createDirs: r.createDirs ?? false, replace: r.replace ?? false)
+                response, field: "response", createDirs: r.createDirs ?? false, replace: r.replace ?? false,
+                knownDirectories: &directories)
         }
     }
 

@@ -28,10 +28,12 @@ struct Submission {
     /// Validates every request before the daemon is contacted, then queues them.
     /// - Throws: ``CLIFailure`` (exit 2) naming the first refused item; nothing is queued then.
     func run() throws {
-        // Checked here first too, so that refused input does not start a daemon.
+        // Checked here first too, so that refused input does not start a daemon. A list's
+        // directory is looked at once, not once a line.
+        var directories = Set<String>()
         for item in items {
             do {
-                _ = try RequestValidator.validate(item.request)
+                _ = try RequestValidator.validate(item.request, knownDirectories: &directories)
             } catch {
                 throw CLIFailure.usage(Self.prefix(item.origin) + Self.message(of: error))
             }
