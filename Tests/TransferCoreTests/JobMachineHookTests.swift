@@ -69,6 +69,22 @@ final class JobMachineHookTests: XCTestCase {
         XCTAssertEqual(gone.patch.hookPending, .some(nil))
     }
 
+    func testThatARetryLeavesTheHookItsEndingStillOwesToARecordOfItsOwn() throws {
+        for state in [TransferState.failed, .cancelled] {
+            for stage in [HookStage.job, .daemon] {
+                var f = job(state)
+                f.hookPending = stage
+                let t = try XCTUnwrap(apply(.retry, f), "\(state) \(stage)")
+                XCTAssertEqual(t.patch.state, .queued)
+                XCTAssertEqual(t.patch.hookPending, .some(nil), "the next ending's record cannot take its place")
+                XCTAssertEqual(t.actions, [.keepHook(stage, ending: nil), .notify, .schedule])
+            }
+            let plain = try XCTUnwrap(apply(.retry, job(state)))
+            XCTAssertTrue(plain.patch.hookPending == nil)
+            XCTAssertEqual(plain.actions, [.notify, .schedule])
+        }
+    }
+
     func testThatSetURLKeepsTheStateOfQueuedPausedWaitingAndFailedDownloads() throws {
         for state in [TransferState.queued, .paused, .waiting, .failed] {
             let t = try XCTUnwrap(apply(.setURL("http://new/x", keepPart: true), job(state)))

@@ -134,11 +134,11 @@ final class StoreUpgradeTests: XCTestCase {
         XCTAssertTrue(migrations.contains("v6-hooks"))
     }
 
-    /// Migration "v7-removed-hooks" adds `removed_hook`: a database the v6 daemon wrote (one
-    /// completed job killed while its hook ran, so the hook is pending; one plain completed job)
-    /// opens with its pending hook intact and no removed job's hook, and takes one in the same
-    /// transaction as the removal.
-    func testThatASchemaV6DatabaseUpgradesThroughV7WithItsPendingHookAndNoRemovedHooks() throws {
+    /// Migration "v7-removed-hooks" added `removed_hook` (since v8 `owed_hook`): a database the v6
+    /// daemon wrote (one completed job killed while its hook ran, so the hook is pending; one plain
+    /// completed job) opens with its pending hook intact and no owed hook, and takes one in the
+    /// same transaction as the removal.
+    func testThatASchemaV6DatabaseUpgradesWithItsPendingHookAndNoOwedHooks() throws {
         let copy = try copyFixture("transfers-v6")
         defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
         let store = try JobStore(path: copy.path)
@@ -147,25 +147,70 @@ final class StoreUpgradeTests: XCTestCase {
         XCTAssertEqual(jobs.map(\.hookPending), [.job, nil])
         XCTAssertEqual(jobs[0].request.onEnd, "sleep 30")
         XCTAssertEqual(try store.pendingHooks().map(\.id), [1])
-        XCTAssertTrue(try store.removedHooks().isEmpty)
+        XCTAssertTrue(try store.owedHooks().isEmpty)
         var batch = WriteBatch()
-        let kept = RemovedHook(
-            jobId: 1, stage: .job, state: .completed, destination: "/tmp/fx/w/done.bin", onEnd: "sleep 30",
+        let kept = OwedHook(
+            id: 1, jobId: 1, stage: .job, state: .completed, destination: "/tmp/fx/w/done.bin", onEnd: "sleep 30",
             job: #"{"id":1,"state":"completed"}"#)
-        batch.putRemovedHook(kept)
+        batch.putOwedHook(kept)
         batch.delete(1)
         try store.commit(batch, now: 2)
         XCTAssertNil(try store.job(1))
-        XCTAssertEqual(try store.removedHooks(), [kept])
+        XCTAssertEqual(try store.owedHooks(), [kept])
         XCTAssertTrue(try store.pendingHooks().isEmpty)
         var done = WriteBatch()
-        done.finishRemovedHook(1)
+        done.finishOwedHook(1)
         try store.commit(done, now: 3)
-        XCTAssertTrue(try store.removedHooks().isEmpty)
+        XCTAssertTrue(try store.owedHooks().isEmpty)
         let migrations = try DatabaseQueue(path: copy.path).read { db in
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid")
         }
-        XCTAssertEqual(migrations.last, "v7-removed-hooks")
+        XCTAssertEqual(migrations.suffix(2), ["v7-removed-hooks", "v8-owed-hooks"])
+    }
+
+    /// Migration "v8-owed-hooks" moves `removed_hook` into `owed_hook`, where each record has an
+    /// id of its own: a database the v7 daemon wrote (two jobs failed with their 30 s hooks
+    /// running, the first then removed, then `kill -9`) keeps the removed job's owed hook, as it
+    /// was, and the other's pending hook; a job then owes several at once.
+    func testThatASchemaV7DatabaseUpgradesWithItsRemovedJobsHookOwedAndAJobMayOweSeveral() throws {
+        let copy = try copyFixture("transfers-v7")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let store = try JobStore(path: copy.path)
+        XCTAssertEqual(try store.jobs().map(\.id), [2])
+        XCTAssertEqual(try store.pendingHooks().map(\.id), [2])
+        let owed = try store.owedHooks()
+        XCTAssertEqual(owed.count, 1)
+        let removed = try XCTUnwrap(owed.first)
+        XCTAssertEqual(removed.id, 1)
+        XCTAssertEqual(removed.jobId, 1)
+        XCTAssertEqual(removed.stage, .job)
+        XCTAssertEqual(removed.state, .failed)
+        XCTAssertEqual(removed.onEnd, "sleep 30")
+        XCTAssertEqual(removed.destination, "/tmp/s6/fx/out/a.bin")
+        let object = try JSONSerialization.jsonObject(with: Data(removed.job.utf8)) as? [String: Any]
+        XCTAssertEqual(object?["id"] as? Int, 1)
+        XCTAssertEqual(object?["state"] as? String, "failed")
+        // Job 2 leaves its failure (a retry) while its hook is owed, twice.
+        var batch = WriteBatch()
+        let first = OwedHook(
+            id: 2, jobId: 2, stage: .job, state: .failed, destination: nil, onEnd: "sleep 30", job: "{}")
+        var second = first
+        second.id = 3
+        second.stage = .daemon
+        batch.putOwedHook(first)
+        batch.putOwedHook(second)
+        try store.commit(batch, now: 2)
+        XCTAssertEqual(try store.owedHooks(), [removed, first, second])
+        var done = WriteBatch()
+        done.finishOwedHook(1)
+        done.finishOwedHook(3)
+        try store.commit(done, now: 3)
+        XCTAssertEqual(try store.owedHooks(), [first])
+        let tables = try DatabaseQueue(path: copy.path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        }
+        XCTAssertTrue(tables.contains("owed_hook"))
+        XCTAssertFalse(tables.contains("removed_hook"))
     }
 
     /// Migration "v5-segments-limits" adds the `setting` table (bandwidth limits) and a job's

@@ -297,3 +297,68 @@ def test_that_a_hook_still_gets_the_job_on_stdin_and_its_exit_status_through_the
                          "--on-end", 'python3 -c "import json,sys; print(json.load(sys.stdin)[\'id\'])"; exit 7')
     job = hook_done(daemon, id)
     assert job["hook"] == {"exitStatus": 7, "output": f"{id}\n"}
+
+
+def failed_then_completed_while_its_first_hook_runs(d, faultserver, key, sleep: float):
+    """A download that fails (404), whose own hook sleeps `sleep` s for that ending, is pointed at
+    a good URL and retried, and completes while that hook still sleeps. Every hook appends
+    "job|daemon ID STATE" to hooks.log. Returns (id, hooks.log) once the second ending's two hooks
+    ran."""
+    log = d.root / "hooks.log"
+    job_hook = (f'if [ "$AFTRANSFER_STATE" = failed ]; then sleep {sleep}; fi; '
+                f'echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}')
+    id = d.download(faultserver.url(key=key, status=404), "-o", str(d.work / "again.bin"), "--on-end", job_hook)
+    d.wait_state(id, "failed")
+    d.cli("set-url", str(id), faultserver.url(key=key + "-good", size=3000), check=True)
+    d.cli("retry", str(id), check=True)
+    d.wait_state(id, "completed")
+    wait_until(lambda: log.exists() and f"daemon {id} completed" in log.read_text().splitlines(), 10,
+               "the second ending's hooks")
+    return id, log
+
+
+def test_that_a_retried_job_still_runs_both_hooks_of_the_ending_it_left(daemon_factory, faultserver, key):
+    # SPEC: every ending runs the job's hook, then the daemon's — also an ending the job left
+    # (retry) while its first hook still ran.
+    d = daemon_factory(start=False)
+    log = d.root / "hooks.log"
+    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
+    d.start()
+    id, log = failed_then_completed_while_its_first_hook_runs(d, faultserver, key, sleep=2)
+    wait_until(lambda: f"daemon {id} failed" in log.read_text().splitlines(), 10, "the first ending's daemon hook")
+    lines = log.read_text().splitlines()
+    assert sorted(lines) == sorted([f"job {id} failed", f"daemon {id} failed", f"job {id} completed",
+                                    f"daemon {id} completed"]), lines
+    assert lines.index(f"job {id} failed") < lines.index(f"daemon {id} failed")
+    assert lines.index(f"job {id} completed") < lines.index(f"daemon {id} completed")
+    # The job's `hook` field is its last ending's own hook.
+    job = d.job(id)
+    assert job["state"] == "completed" and job["hook"]["exitStatus"] == 0
+    time.sleep(1)
+    assert len(log.read_text().splitlines()) == 4
+    assert f"job {id} failed" not in d.job(id)["hook"]["output"]
+
+
+def test_that_the_hooks_of_an_ending_a_job_left_survive_kill_9_and_run_exactly_once(
+        daemon_factory, faultserver, key):
+    d = daemon_factory(start=False)
+    log = d.root / "hooks.log"
+    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
+    d.start()
+    id, log = failed_then_completed_while_its_first_hook_runs(d, faultserver, key, sleep=4)
+    # The daemon dies while the failure's own hook still sleeps (the crash ends that hook too).
+    d.kill9()
+    time.sleep(1)
+    assert sorted(log.read_text().splitlines()) == sorted([f"job {id} completed", f"daemon {id} completed"])
+    d.start()
+    wait_until(lambda: f"daemon {id} failed" in log.read_text().splitlines(), 15,
+               "the failure's hooks to run after the restart")
+    lines = log.read_text().splitlines()
+    assert sorted(lines) == sorted([f"job {id} failed", f"daemon {id} failed", f"job {id} completed",
+                                    f"daemon {id} completed"]), lines
+    assert lines.index(f"job {id} failed") < lines.index(f"daemon {id} failed")
+    # Nothing runs twice, after another restart either.
+    d.restart()
+    time.sleep(1.5)
+    assert len(log.read_text().splitlines()) == 4
+    assert d.job(id)["state"] == "completed"

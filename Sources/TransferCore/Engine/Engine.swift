@@ -88,8 +88,11 @@ public final class Engine: AttemptHost {
     private let retryTimer: LoopTimer
     /// The `--on-end` hooks running now (``Engine+Hooks``).
     let hooks: HookRunner
-    /// Hooks still owed to removed jobs, by job id (``RemovedHook``; stored in `removed_hook`).
-    var removedHooks: [Int64: RemovedHook] = [:]
+    /// Hooks still owed to endings that jobs left (removed or retried), by their own id
+    /// (``OwedHook``; stored in `owed_hook`).
+    var owedHooks: [Int64: OwedHook] = [:]
+    /// The id the next ``OwedHook`` gets (above every stored one: read at start).
+    var nextOwedHookId: Int64 = 1
     private var endOfPass: LoopPrepare?
     private var shuttingDown = false
     private var lastProgressEvent: [Int64: Int64] = [:]
@@ -174,6 +177,11 @@ public final class Engine: AttemptHost {
         var counts = try store.counts()
         for s in TransferState.allCases where Scheduler.tracks(s) { counts[s] = 0 }
         scheduler = Scheduler(untrackedCounts: counts)
+        // Hooks owed to endings jobs left: known before any command can leave another.
+        for kept in try store.owedHooks() {
+            owedHooks[kept.id] = kept
+            nextOwedHookId = max(nextOwedHookId, kept.id + 1)
+        }
         var recovered: [JobFacts] = []
         for f in try store.schedulingFacts() {
             var facts = f
@@ -357,16 +365,17 @@ public final class Engine: AttemptHost {
     /// Runs `body` once the changes made so far are committed.
     func afterCommit(_ body: @escaping () -> Void) { afterCommitQueue.append(body) }
 
-    /// Records a hook owed to a removed job (memory, and this pass's batch).
-    func keepRemovedHook(_ h: RemovedHook) {
-        removedHooks[h.jobId] = h
-        batch.putRemovedHook(h)
+    /// Records a hook owed to an ending a job left (memory, and this pass's batch).
+    func keepOwedHook(_ h: OwedHook) {
+        owedHooks[h.id] = h
+        batch.putOwedHook(h)
     }
 
-    /// Forgets a removed job's hook: its ending's last hook finished (memory, and this pass's batch).
-    func finishRemovedHook(_ id: Int64) {
-        removedHooks[id] = nil
-        batch.finishRemovedHook(id)
+    /// Forgets an owed hook (by its own id): its ending's last hook finished (memory, and this
+    /// pass's batch).
+    func finishOwedHook(_ id: Int64) {
+        owedHooks[id] = nil
+        batch.finishOwedHook(id)
     }
 
     /// Changes a job's row: into the pending batch, the running attempt's record and the facts.
@@ -417,8 +426,11 @@ public final class Engine: AttemptHost {
         return JobMachine.transition(event, facts, ctx)
     }
 
-    /// Writes a decided transition (pending batch and memory) and performs its actions.
-    private func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts) {
+    /// Writes a decided transition (pending batch and memory) and performs its actions. `owed`
+    /// are the records of its `keepHook` actions when they were made (and written) already.
+    private func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil) {
+        // An owed hook keeps the job as the ending it leaves left it: taken before the patch.
+        var owed = made ?? owedHooks(for: id, t)
         write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
         logChange(id, from: facts.state, t)
         var runScheduler = false
@@ -439,13 +451,15 @@ public final class Engine: AttemptHost {
                 }
             case .deletePart: deletePart(id)
             case .deleteFile: deleteFile(id)
-            case .keepHook(let stage, let end):
-                guard let kept = removedHook(id, stage, ending: end) else { break }
-                keepRemovedHook(kept)
-                // A new ending's hook runs after any hook of the job still running; an ending's
-                // hook already running is not started twice.
-                afterCommit { [unowned self] in
-                    if end != nil || !self.hooks.isRunning(id) { self.runHook(id) }
+            case .keepHook(_, let end):
+                guard !owed.isEmpty else { break }
+                let kept = owed.removeFirst()
+                keepOwedHook(kept)
+                // The hook running (or waiting) for the ending being left goes on as the record's,
+                // not started twice; otherwise it starts once the change is committed, as a new
+                // ending's (a running job removed is cancelled first) does.
+                if end != nil || !hooks.adopt(.job(id), by: .owed(kept.id)) {
+                    afterCommit { [unowned self] in self.runOwedHook(kept.id) }
                 }
             case .notifyRemoved(let end):
                 if onEvents != nil, wantsEvents(), let job = snapshot(id, ending: end) {
@@ -902,7 +916,7 @@ public final class Engine: AttemptHost {
         case .remove: event = .remove(deleteFiles: deleteFiles)
         }
         enum Decision {
-            case act(JobTransition, JobFacts)
+            case act(JobTransition, JobFacts, [OwedHook])
             case refuse(ControlRefusal)
         }
         var decisions: [(Int64, Decision)] = []
@@ -925,11 +939,10 @@ public final class Engine: AttemptHost {
             }
             switch decide(id, event, facts) {
             case .success(let t):
-                decisions.append((id, .act(t, facts)))
+                let owed = owedHooks(for: id, t)
+                decisions.append((id, .act(t, facts, owed)))
                 probe.patch(id, t.patch)
-                for case .keepHook(let stage, let end) in t.actions {
-                    if let kept = removedHook(id, stage, ending: end) { probe.putRemovedHook(kept) }
-                }
+                for kept in owed { probe.putOwedHook(kept) }
                 if t.actions.contains(.deleteRow) {
                     probe.delete(id)
                     seen[id] = .some(nil)
@@ -955,8 +968,8 @@ public final class Engine: AttemptHost {
             switch decision {
             case .refuse(let r):
                 refused.append(r)
-            case .act(let t, let facts):
-                perform(id, t, facts: facts)
+            case .act(let t, let facts, let owed):
+                perform(id, t, facts: facts, owed: owed)
                 if action == .remove {
                     // Its last object, from the row going away: as it ended, for a running job
                     // (cancelled first, its attempt closed).

@@ -2,7 +2,8 @@ import Foundation
 
 /// Runs `--on-end` hooks (SPEC "Living with it"): `/bin/sh -c CMD` with the job object on stdin
 /// and `AFTRANSFER_JOB_ID`, `AFTRANSFER_STATE`, `AFTRANSFER_DESTINATION` in the environment,
-/// at most ``timeout`` seconds, off the loop (``ProcessRunner``), one at a time per job.
+/// at most ``timeout`` seconds, off the loop (``ProcessRunner``), one at a time per ending
+/// (``Owner``).
 ///
 /// The command is never built from job data: job data reaches the hook only through stdin and the
 /// environment. Where util-linux's `setpriv` is present the shell is started through it with
@@ -30,17 +31,31 @@ public final class HookRunner {
     /// must not fork 100,000 shells).
     public static let maxConcurrent = 4
 
+    /// Whose hook it is: a job's current ending (its `hookPending`), or an ending a job left
+    /// (``OwedHook``, by the record's id).
+    public enum Owner: Hashable, Sendable {
+        case job(Int64)
+        case owed(Int64)
+    }
+
     /// A hook waiting for a free slot.
     private struct Request {
-        let id: Int64
+        var owner: Owner
         let command: String
         let input: [UInt8]
         let environment: [String: String]
-        let completion: (HookResult, Bool) -> Void
+        let completion: (Owner, HookResult, Bool) -> Void
+    }
+
+    /// A running hook; its owner changes when the ending it runs for is left (``adopt(_:by:)``).
+    private final class Slot {
+        var owner: Owner
+        var runner: ProcessRunner?
+        init(owner: Owner) { self.owner = owner }
     }
 
     private let loop: EventLoop
-    private var running: [Int64: ProcessRunner] = [:]
+    private var running: [Owner: Slot] = [:]
     private var waiting: [Request] = []
     private var waitingHead = 0
     /// Jobs whose hook was asked for again while one ran (a new ending): run once it finished.
@@ -51,9 +66,24 @@ public final class HookRunner {
     /// Creates the runner.
     public init(loop: EventLoop) { self.loop = loop }
 
-    /// Whether a hook of the job runs now or waits for a slot.
-    func isRunning(_ id: Int64) -> Bool {
-        running[id] != nil || waiting[waitingHead...].contains { $0.id == id }
+    /// Whether a hook of `owner` runs now or waits for a slot.
+    func isRunning(_ owner: Owner) -> Bool {
+        running[owner] != nil || waiting[waitingHead...].contains { $0.owner == owner }
+    }
+
+    /// Hands the hook that runs (or waits) for a job's current ending to the record of that
+    /// ending, which the job is leaving: it finishes as `to`'s. False if none runs or waits.
+    func adopt(_ from: Owner, by to: Owner) -> Bool {
+        if let slot = running.removeValue(forKey: from) {
+            slot.owner = to
+            running[to] = slot
+            return true
+        }
+        if let i = waiting[waitingHead...].firstIndex(where: { $0.owner == from }) {
+            waiting[i].owner = to
+            return true
+        }
+        return false
     }
 
     /// Notes that the job's hook must be looked at again once the running one finished.
@@ -62,17 +92,18 @@ public final class HookRunner {
     /// Takes back a "run again" note; true if there was one.
     func takeAgain(_ id: Int64) -> Bool { again.remove(id) != nil }
 
-    /// Starts `command` for job `id`, or queues it while ``maxConcurrent`` hooks run.
+    /// Starts `command` for `owner`, or queues it while ``maxConcurrent`` hooks run.
     /// - Parameters:
     ///   - input: the job object as JSON (the hook's stdin).
     ///   - environment: the variables added to the daemon's environment.
-    ///   - completion: runs on the loop thread with the result and whether the time bound ran
-    ///     out, once.
+    ///   - completion: runs on the loop thread, once, with the hook's owner then (another if it
+    ///     was adopted meanwhile), the result and whether the time bound ran out.
     func run(
-        _ id: Int64, command: String, input: [UInt8], environment: [String: String],
-        completion: @escaping (HookResult, Bool) -> Void
+        _ owner: Owner, command: String, input: [UInt8], environment: [String: String],
+        completion: @escaping (Owner, HookResult, Bool) -> Void
     ) {
-        let request = Request(id: id, command: command, input: input, environment: environment, completion: completion)
+        let request = Request(
+            owner: owner, command: command, input: input, environment: environment, completion: completion)
         if running.count >= Self.maxConcurrent {
             waiting.append(request)
         } else {
@@ -93,8 +124,8 @@ public final class HookRunner {
     }
 
     private func start(_ request: Request) {
-        let (id, command, input, environment, completion) = (
-            request.id, request.command, request.input, request.environment, request.completion
+        let (command, input, environment, completion) = (
+            request.command, request.input, request.environment, request.completion
         )
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
@@ -102,20 +133,22 @@ public final class HookRunner {
         let executable = viaSetpriv ? Self.setpriv : Self.shell
         let shell = [Self.shell, "-c", Self.groupKeeper, command]
         let arguments = viaSetpriv ? ["setpriv", "--pdeathsig", "TERM", "--"] + shell : shell
+        let slot = Slot(owner: request.owner)
         do {
-            let runner = try ProcessRunner(
+            slot.runner = try ProcessRunner(
                 loop: loop, executable: executable, arguments: arguments, environment: env, input: input,
                 outputLimit: Self.outputLimit, timeout: timeout
             ) { [weak self] outcome in
-                self?.running[id] = nil
+                self?.running[slot.owner] = nil
+                slot.runner = nil
                 let result = HookResult(
                     exitStatus: outcome.exitStatus, output: String(decoding: outcome.output, as: UTF8.self))
-                completion(result, outcome.timedOut)
+                completion(slot.owner, result, outcome.timedOut)
                 self?.startWaiting()
             }
-            running[id] = runner
+            running[slot.owner] = slot
         } catch {
-            completion(HookResult(exitStatus: 127, output: "cannot start the hook: \(error)"), false)
+            completion(slot.owner, HookResult(exitStatus: 127, output: "cannot start the hook: \(error)"), false)
         }
     }
 }

@@ -63,10 +63,10 @@ public enum JobAction: Equatable, Sendable {
     case deletePart
     /// Delete the completed download's file (`remove --delete-files`).
     case deleteFile
-    /// Keep the hook owed to a job being removed (``RemovedHook``), written in the removal's
-    /// transaction: `ending` is the patch of the ending the removal makes (a running job is
-    /// cancelled first), or nil when the job had ended already and its hook `stage` is still
-    /// pending.
+    /// Keep the hook owed to an ending the job leaves (``OwedHook``: it is removed, or retried),
+    /// written in the command's transaction: `ending` is the patch of the ending a removal makes
+    /// (a running job is cancelled first), or nil when the job had ended already and its hook
+    /// `stage` is still pending.
     case keepHook(HookStage, ending: JobPatch?)
     /// Tell subscribers (`transfer.state`) that a job being removed ended as `ending` says (a
     /// running job is cancelled first), once its removal is committed.
@@ -183,7 +183,14 @@ public enum JobMachine {
             p.state = .queued
             p.retriesUsed = 0
             p.error = .some(nil)
-            return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+            // The ending it leaves still owes the hooks not finished yet: to a record of their own,
+            // so that the next ending's cannot take their place.
+            var actions: [JobAction] = [.notify, .schedule]
+            if let pending = job.hookPending {
+                p.hookPending = .some(nil)
+                actions.insert(.keepHook(pending, ending: nil), at: 0)
+            }
+            return .success(JobTransition(patch: p, actions: actions))
 
         case (.cancel, .running):
             p.state = .cancelled

@@ -257,21 +257,22 @@ public final class JobStore {
                     ])
                 }
             }
-            for h in batch.removedHooks.values {
+            for h in batch.owedHooks.values {
                 // Before the deletion of its job below: one transaction, so never one without the other.
                 try db.cachedStatement(
                     sql: """
-                        INSERT OR REPLACE INTO removed_hook (jobId, stage, state, destination, onEnd, job)
-                        VALUES (?, ?, ?, ?, ?, ?)
+                        INSERT OR REPLACE INTO owed_hook (id, jobId, stage, state, destination, onEnd, job)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
                         """
                 ).run([
-                    h.jobId.databaseValue, h.stage.rawValue.databaseValue, h.state.rawValue.databaseValue,
-                    h.destination?.databaseValue ?? .null, h.onEnd?.databaseValue ?? .null, h.job.databaseValue,
+                    h.id.databaseValue, h.jobId.databaseValue, h.stage.rawValue.databaseValue,
+                    h.state.rawValue.databaseValue, h.destination?.databaseValue ?? .null,
+                    h.onEnd?.databaseValue ?? .null, h.job.databaseValue,
                 ])
             }
-            if !batch.finishedRemovedHooks.isEmpty {
-                let statement = try db.cachedStatement(sql: "DELETE FROM removed_hook WHERE jobId = ?")
-                for id in batch.finishedRemovedHooks { try statement.run([id.databaseValue]) }
+            if !batch.finishedOwedHooks.isEmpty {
+                let statement = try db.cachedStatement(sql: "DELETE FROM owed_hook WHERE id = ?")
+                for id in batch.finishedOwedHooks { try statement.run([id.databaseValue]) }
             }
             if !batch.deletions.isEmpty {
                 let attempts = try db.cachedStatement(sql: "DELETE FROM attempt WHERE jobId = ?")
@@ -501,18 +502,19 @@ public final class JobStore {
         }
     }
 
-    /// The hooks still owed to removed jobs (``RemovedHook``), in id order: what a daemon that
-    /// stopped or crashed before they finished left.
-    public func removedHooks() throws -> [RemovedHook] {
+    /// The hooks still owed to endings that jobs left (``OwedHook``), in the order they were
+    /// owed: what a daemon that stopped or crashed before they finished left.
+    public func owedHooks() throws -> [OwedHook] {
         try db.read { db in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT jobId, stage, state, destination, onEnd, job FROM removed_hook ORDER BY jobId")
+                db, sql: "SELECT id, jobId, stage, state, destination, onEnd, job FROM owed_hook ORDER BY id")
             return rows.compactMap { row in
-                guard let stage = (row[1] as Int?).flatMap(HookStage.init(rawValue:)),
-                    let state = (row[2] as String?).flatMap(TransferState.init(rawValue:))
+                guard let stage = (row[2] as Int?).flatMap(HookStage.init(rawValue:)),
+                    let state = (row[3] as String?).flatMap(TransferState.init(rawValue:))
                 else { return nil }
-                return RemovedHook(
-                    jobId: row[0], stage: stage, state: state, destination: row[3], onEnd: row[4], job: row[5])
+                return OwedHook(
+                    id: row[0], jobId: row[1], stage: stage, state: state, destination: row[4], onEnd: row[5],
+                    job: row[6])
             }
         }
     }

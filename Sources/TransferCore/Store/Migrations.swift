@@ -106,8 +106,9 @@ enum Migrations {
                     """)
         }
         m.registerMigration("v7-removed-hooks") { db in
-            // The hooks still owed to jobs that `remove` deleted (``RemovedHook``): written in the
-            // removal's transaction, deleted when the ending's last hook finished.
+            // The hooks still owed to jobs that `remove` deleted (since v8 in `owed_hook`,
+            // ``OwedHook``): written in the removal's transaction, deleted when the ending's last
+            // hook finished.
             try db.execute(
                 sql: """
                     CREATE TABLE removed_hook (
@@ -118,6 +119,26 @@ enum Migrations {
                         onEnd TEXT,
                         job TEXT NOT NULL
                     );
+                    """)
+        }
+        m.registerMigration("v8-owed-hooks") { db in
+            // A job may owe hooks to several endings (``OwedHook``): one it left by a retry while
+            // that ending's hook had not finished, besides one a removal left. Each record has an
+            // id of its own; the removed jobs' records move over, in their order.
+            try db.execute(
+                sql: """
+                    CREATE TABLE owed_hook (
+                        id INTEGER PRIMARY KEY NOT NULL,
+                        jobId INTEGER NOT NULL,
+                        stage INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        destination TEXT,
+                        onEnd TEXT,
+                        job TEXT NOT NULL
+                    );
+                    INSERT INTO owed_hook (jobId, stage, state, destination, onEnd, job)
+                        SELECT jobId, stage, state, destination, onEnd, job FROM removed_hook ORDER BY jobId;
+                    DROP TABLE removed_hook;
                     """)
         }
         return m

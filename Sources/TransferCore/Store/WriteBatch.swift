@@ -8,18 +8,18 @@ public struct WriteBatch {
     public private(set) var attempts: [AttemptKey: AttemptRecord] = [:]
     /// Jobs to delete (with their history).
     public private(set) var deletions: Set<Int64> = []
-    /// Hooks owed to removed jobs to write (``RemovedHook``), by job.
-    public private(set) var removedHooks: [Int64: RemovedHook] = [:]
-    /// Hooks owed to removed jobs that are done with (their rows deleted).
-    public private(set) var finishedRemovedHooks: Set<Int64> = []
+    /// Hooks owed to endings a job left to write (``OwedHook``), by their own id.
+    public private(set) var owedHooks: [Int64: OwedHook] = [:]
+    /// Owed hooks that are done with (their rows deleted), by their own id.
+    public private(set) var finishedOwedHooks: Set<Int64> = []
 
     /// An empty batch.
     public init() {}
 
     /// Whether there is nothing to write.
     public var isEmpty: Bool {
-        patches.isEmpty && attempts.isEmpty && deletions.isEmpty && removedHooks.isEmpty
-            && finishedRemovedHooks.isEmpty
+        patches.isEmpty && attempts.isEmpty && deletions.isEmpty && owedHooks.isEmpty
+            && finishedOwedHooks.isEmpty
     }
 
     /// Adds column changes for a job.
@@ -40,16 +40,16 @@ public struct WriteBatch {
         deletions.insert(id)
     }
 
-    /// Writes (or replaces) the hook owed to a removed job.
-    public mutating func putRemovedHook(_ h: RemovedHook) {
-        finishedRemovedHooks.remove(h.jobId)
-        removedHooks[h.jobId] = h
+    /// Writes (or replaces) a hook owed to an ending the job left.
+    public mutating func putOwedHook(_ h: OwedHook) {
+        finishedOwedHooks.remove(h.id)
+        owedHooks[h.id] = h
     }
 
-    /// Deletes the hook owed to a removed job: its ending's last hook finished.
-    public mutating func finishRemovedHook(_ jobId: Int64) {
-        removedHooks[jobId] = nil
-        finishedRemovedHooks.insert(jobId)
+    /// Deletes an owed hook (by its own id): its ending's last hook finished.
+    public mutating func finishOwedHook(_ id: Int64) {
+        owedHooks[id] = nil
+        finishedOwedHooks.insert(id)
     }
 }
 
