@@ -45,7 +45,8 @@ def test_a_second_daemon_on_the_same_home_exits_1_with_a_message(daemon):
     assert "result" in daemon.rpc("daemon.status")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+# SIGHUP (the terminal a daemon started by hand closed) stops it the same way, not at once.
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_signal_stops_the_daemon_with_0_within_5_s_and_the_job_resumes_on_next_start(
         daemon, faultserver, key, sig):
     size = 1_200_000

@@ -28,7 +28,7 @@ public final class Daemon {
         self.loop = loop
     }
 
-    /// Runs the daemon until SIGTERM/SIGINT or `daemon.shutdown`.
+    /// Runs the daemon until SIGTERM/SIGINT/SIGHUP or `daemon.shutdown`.
     /// - Returns: the exit status: 0 after a clean stop, 1 when it could not start.
     public static func run(_ configuration: DaemonConfiguration) -> Int32 {
         let userMask = umask(0o077)
@@ -139,7 +139,9 @@ public final class Daemon {
                     Log.info("network monitor unavailable (\(error)); treating the network as reachable")
                 }
             }
-            for sig in [SIGTERM, SIGINT] {
+            // SIGHUP too (the terminal of a daemon started by hand closed): its default action
+            // would end the daemon without the final checkpoint.
+            for sig in [SIGTERM, SIGINT, SIGHUP] {
                 signals.append(
                     SignalWatcher(loop: loop, signal: sig) { [unowned self] s in
                         Log.info("signal \(s): stopping")
