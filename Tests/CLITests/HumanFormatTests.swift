@@ -54,4 +54,10 @@ final class HumanFormatTests: XCTestCase {
         XCTAssertEqual(HumanFormat.timing(1.2), "1.20s")
         XCTAssertEqual(HumanFormat.timing(nil), "-")
     }
+
+    func testThatControlCharactersArePrintedVisiblyNeverAsThemselves() {
+        XCTAssertEqual(HumanFormat.printable("plain é ✓"), "plain é ✓")
+        XCTAssertEqual(HumanFormat.printable("\u{1B}]0;pwned\u{07}x\u{1B}[2J"), "^[]0;pwned^Gx^[[2J")
+        XCTAssertEqual(HumanFormat.printable("a\tb\r\nc\u{7F}\u{9B}31m"), "a^Ib^M^Jc^?\u{FFFD}31m")
+    }
 }

@@ -89,4 +89,17 @@ final class JobTextTests: XCTestCase {
             JobSummary.lines(job).contains { $0.hasSuffix("On-end hook: exit 3: no space for the copy") },
             "\(JobSummary.lines(job))")
     }
+
+    func testThatTextFromOutsideReachesTheTerminalWithoutItsControlCharacters() {
+        let hostile = "HTTP 500 \u{1B}[2J\u{1B}]0;owned\u{07}"
+        let job = JobFixture.job(
+            state: .failed, destination: "/data/a\u{1B}[31mb.bin", error: TransferError(.httpStatus, hostile),
+            response: ResponseInfo(status: 500, headers: [:], body: "ok\n\u{1B}[1A\u{1B}[Kforged line"))
+        XCTAssertEqual(JobText.name(job), "a^[[31mb.bin")
+        XCTAssertEqual(JobText.target(job), "/data/a^[[31mb.bin")
+        XCTAssertEqual(JobText.error(job), "http_status: HTTP 500 ^[[2J^[]0;owned^G")
+        let summary = JobSummary.lines(job)
+        XCTAssertFalse(summary.joined().unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(summary)")
+        XCTAssertTrue(summary.contains("    ^[[1A^[[Kforged line"), "\(summary)")
+    }
 }

@@ -670,3 +670,39 @@ def test_a_peer_of_another_uid_gets_no_answer_even_when_the_socket_file_is_open_
     # And it still serves its own user.
     assert "result" in daemon.rpc("daemon.status")
     assert daemon.running
+
+
+def test_that_a_servers_escape_sequences_never_reach_the_terminal_as_such(daemon, key):
+    # A hostile server's answer to an upload: `status` prints its body (up to 20 lines) for people,
+    # with every control character shown as ^X, never written as is; `--json` keeps it exactly.
+    import http.server
+    import threading
+
+    body = b"ok\n\x1b[1A\x1b[2K\x1b]0;owned\x07forged line\n"
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def do_PUT(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        src = daemon.work / "up.txt"
+        src.write_bytes(b"hello")
+        id = daemon.upload(str(src), f"http://127.0.0.1:{server.server_address[1]}/up", "--resumable", "off")
+        daemon.wait_state(id, "completed")
+        assert daemon.job(id)["response"]["body"] == body.decode()
+        out = daemon.cli("status", str(id), check=0).out
+        assert "\x1b" not in out and "\x07" not in out, repr(out)
+        assert "    ^[[1A^[[2K^[]0;owned^Gforged line" in out.splitlines(), out
+    finally:
+        server.shutdown()
+        server.server_close()

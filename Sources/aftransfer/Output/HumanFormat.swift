@@ -4,6 +4,29 @@ import Foundation
 enum HumanFormat {
     private static let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
+    /// `text` safe to print on a terminal: a control character (C0, DEL, C1) is shown as `^X`
+    /// (`^[` for ESC, `^?` for DEL) or `\u{FFFD}` (C1), never written as is. A server's error
+    /// message or response body, a hook's output or a file name may carry escape sequences that
+    /// would otherwise move the cursor, retitle the window or rewrite what the table showed.
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        var out = String.UnicodeScalarView()
+        for s in text.unicodeScalars {
+            switch s.value {
+            case 0x00...0x1F:
+                out.append("^")
+                out.append(Unicode.Scalar(UInt8(s.value + 0x40)))
+            case 0x7F:
+                out.append(contentsOf: "^?".unicodeScalars)
+            case 0x80...0x9F:
+                out.append("\u{FFFD}")
+            default:
+                out.append(s)
+            }
+        }
+        return String(out)
+    }
+
     /// Bytes in powers of 1024: `512 B`, `1.0 KiB`, `12.3 MiB`.
     static func bytes(_ count: Int64) -> String {
         if count < 1024 { return "\(count) B" }

@@ -3,7 +3,8 @@ import TransferCore
 
 /// The `status` summary for people: one field a line, then the attempts' timelines.
 enum JobSummary {
-    /// The summary's lines.
+    /// The summary's lines, each ``HumanFormat/printable(_:)`` (the response body, the hook's
+    /// output and the errors come from outside).
     /// - Parameters:
     ///   - job: the job.
     ///   - now: the time a retry timer counts from; the current time by default.
@@ -72,7 +73,7 @@ enum JobSummary {
                 lines.append("    " + line)
             }
         }
-        return lines
+        return lines.map(HumanFormat.printable)
     }
 
     /// One range of a segmented download: `bytes 0-4194303  1.5 MiB of 4.0 MiB (37%)`.

@@ -1,24 +1,25 @@
 import Foundation
 import TransferCore
 
-/// Short texts about a job, shared by the table, the status summary and the progress bars.
+/// Short texts about a job, shared by the table, the status summary and the progress bars; text
+/// that comes from outside (names, URLs, messages) is ``HumanFormat/printable(_:)``.
 enum JobText {
     /// Where the job's data is: a download's destination (its URL until the name is known), an
     /// upload's URL.
     static func target(_ job: JobSnapshot) -> String {
-        if job.kind == .download, let destination = job.destination { return destination }
-        return job.url
+        if job.kind == .download, let destination = job.destination { return HumanFormat.printable(destination) }
+        return HumanFormat.printable(job.url)
     }
 
     /// The last path component of the target, for one-line displays.
     static func name(_ job: JobSnapshot) -> String {
         if job.kind == .download, let destination = job.destination {
-            return (destination as NSString).lastPathComponent
+            return HumanFormat.printable((destination as NSString).lastPathComponent)
         }
         if let url = URL(string: job.url), !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" {
-            return url.lastPathComponent
+            return HumanFormat.printable(url.lastPathComponent)
         }
-        return job.url
+        return HumanFormat.printable(job.url)
     }
 
     /// `12.3 MiB/27.0 MiB`, or `12.3 MiB` while the total is unknown.
@@ -37,7 +38,7 @@ enum JobText {
     /// `code: message` of the job's error, or nil.
     static func error(_ job: JobSnapshot) -> String? {
         guard let error = job.error else { return nil }
-        return error.code.rawValue + ": " + error.message
+        return error.code.rawValue + ": " + HumanFormat.printable(error.message)
     }
 
     /// Why and until when a waiting job waits: `offline`, `disk full` or `backoff, retry in 3s`; nil
