@@ -165,7 +165,7 @@ final class StoreUpgradeTests: XCTestCase {
         let migrations = try DatabaseQueue(path: copy.path).read { db in
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid")
         }
-        XCTAssertEqual(migrations.suffix(2), ["v7-removed-hooks", "v8-owed-hooks"])
+        XCTAssertEqual(migrations.suffix(3), ["v7-removed-hooks", "v8-owed-hooks", "v9-one-state-index"])
     }
 
     /// Migration "v8-owed-hooks" moves `removed_hook` into `owed_hook`, where each record has an
@@ -211,6 +211,41 @@ final class StoreUpgradeTests: XCTestCase {
         }
         XCTAssertTrue(tables.contains("owed_hook"))
         XCTAssertFalse(tables.contains("removed_hook"))
+    }
+
+    /// Migration "v9-one-state-index" drops `job_unfinished`, which no query used: the start's
+    /// unfinished jobs, `list --state` pages and the counts search `job_on_state` (a state, then
+    /// ids in order) before and after, in a v7 database the daemon wrote.
+    func testThatAV7DatabaseLosesTheUnusedIndexAndItsQueriesStillSearchTheStateIndex() throws {
+        let copy = try copyFixture("transfers-v7")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let queries = [
+            "SELECT id FROM job WHERE state IN ('queued', 'running', 'waiting', 'paused', 'failed') AND id BETWEEN 1 AND 9",
+            "SELECT id FROM job WHERE id > 0 AND state = 'failed' ORDER BY id LIMIT 5",
+            "SELECT state, COUNT(*) FROM job GROUP BY state",
+        ]
+        func plans(_ path: String) throws -> [String] {
+            try DatabaseQueue(path: path).read { db in
+                try queries.map { q in
+                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + q).map { $0["detail"] as String }.joined(
+                        separator: "; ")
+                }
+            }
+        }
+        let before = try plans(copy.path)
+        let indexesBefore = try DatabaseQueue(path: copy.path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'job'")
+        }
+        XCTAssertTrue(indexesBefore.contains("job_unfinished"))
+        _ = try JobStore(path: copy.path)
+        let indexes = try DatabaseQueue(path: copy.path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'job'")
+        }
+        XCTAssertFalse(indexes.contains("job_unfinished"))
+        XCTAssertTrue(indexes.contains("job_on_state"))
+        let after = try plans(copy.path)
+        XCTAssertEqual(after, before)
+        for plan in after { XCTAssertTrue(plan.contains("job_on_state"), plan) }
     }
 
     /// Migration "v5-segments-limits" adds the `setting` table (bandwidth limits) and a job's

@@ -141,6 +141,12 @@ enum Migrations {
                     DROP TABLE removed_hook;
                     """)
         }
+        m.registerMigration("v9-one-state-index") { db in
+            // `job_unfinished` (v3) served no query: SQLite answers the start's unfinished jobs,
+            // `list --state` and the counts from `job_on_state` (a state, then ids in order), while
+            // every insert and every change of state or priority also rewrote this one.
+            try db.execute(sql: "DROP INDEX IF EXISTS job_unfinished")
+        }
         return m
     }
 }
