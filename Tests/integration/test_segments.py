@@ -280,3 +280,21 @@ def test_a_resumed_range_of_another_version_starts_over_on_one_connection(daemon
     assert after[0]["status"] == 206 and after[0]["range"] not in (None, "bytes=0-"), after[0]
     assert after[-1]["range"] is None and after[-1]["status"] == 200, after[-1]
     assert len(job["history"]) == 2, "started over within the resumed attempt, no retry spent"
+
+
+def test_a_segmented_attempt_killed_leaves_its_durable_bytes_in_the_history(daemon, nginx):
+    # As for one stream: each checkpoint of the ranges also writes the open attempt's bytes, so
+    # the attempt a kill -9 interrupted is not recorded as having got nothing.
+    size, rate = 16 * MiB, 512 * 1024
+    nginx.make_file("seg/history.bin", size)
+    id = daemon.download(nginx.url("seg/history.bin", rate=rate), "-x", "4", "-o", daemon.work / "history.bin")
+    daemon.wait_bytes(id, 2 * MiB, timeout=30)
+    time.sleep(1.3)  # at least one checkpoint of every range
+    durable = daemon.rpc_result("transfer.segments", {"id": id})["segments"]
+    daemon.kill9()
+    daemon.start()
+    first = daemon.job(id)["history"][0]
+    assert first["endedAt"] is not None
+    checkpointed = sum(s["bytes"] for s in durable)
+    assert first["bytes"] >= MiB and first["bytes"] >= checkpointed - 4 * rate, (first, durable)
+    daemon.cli("cancel", str(id), check=True)

@@ -26,6 +26,8 @@ protocol AttemptHost: AnyObject {
     /// Writes the task's current history entry (a resumable upload's requests are one entry
     /// each).
     func recordHistory(_ task: TransferTask)
+    /// Keeps the open attempt's history entry at the job's durable bytes (after a checkpoint).
+    func recordAttemptBytes(_ id: Int64, _ durable: Int64)
     /// The attempt ended (called once, unless the engine stopped it first).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome)
 }

@@ -422,6 +422,7 @@ final class DownloadTask: TransferTask {
         patch.segments = .some(p.storedText)
         patch.durableBytes = p.durableBytes
         write(patch)
+        engine.recordAttemptBytes(jobId, p.durableBytes)
     }
 
     override func complete(report: @escaping (AttemptOutcome) -> Void) {

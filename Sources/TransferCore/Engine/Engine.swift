@@ -398,9 +398,14 @@ public final class Engine: AttemptHost {
         var p = JobPatch()
         p.durableBytes = offset
         write(id, p)
-        // Keep the open attempt's byte count current, so a crash leaves a true history.
+        recordAttemptBytes(id, offset)
+    }
+
+    /// Keeps the open attempt's byte count at the job's durable bytes (a checkpoint's, of one
+    /// stream or of every range), so a crash leaves a true history.
+    func recordAttemptBytes(_ id: Int64, _ durable: Int64) {
         if let task = tasks[id], task.historyEntry.endedAt == nil {
-            task.historyEntry.bytes = offset
+            task.historyEntry.bytes = durable
             batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
         }
     }
