@@ -299,12 +299,15 @@ def test_that_a_hook_still_gets_the_job_on_stdin_and_its_exit_status_through_the
     assert job["hook"] == {"exitStatus": 7, "output": f"{id}\n"}
 
 
-def failed_then_completed_while_its_first_hook_runs(d, faultserver, key, sleep: float):
-    """A download that fails (404), whose own hook sleeps `sleep` s for that ending, is pointed at
-    a good URL and retried, and completes while that hook still sleeps. Every hook appends
-    "job|daemon ID STATE" to hooks.log. Returns (id, hooks.log) once the second ending's two hooks
-    ran."""
+def failed_then_completed_while_its_first_hook_runs(daemon_factory, faultserver, key, sleep: float):
+    """A daemon with an `--on-end` hook, and a download that fails (404), whose own hook sleeps
+    `sleep` s for that ending, is pointed at a good URL and retried, and completes while that hook
+    still sleeps. Every hook appends "job|daemon ID STATE" to hooks.log. Returns (daemon, id,
+    hooks.log) once the second ending's two hooks ran."""
+    d = daemon_factory(start=False)
     log = d.root / "hooks.log"
+    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
+    d.start()
     job_hook = (f'if [ "$AFTRANSFER_STATE" = failed ]; then sleep {sleep}; fi; '
                 f'echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}')
     id = d.download(faultserver.url(key=key, status=404), "-o", str(d.work / "again.bin"), "--on-end", job_hook)
@@ -314,17 +317,13 @@ def failed_then_completed_while_its_first_hook_runs(d, faultserver, key, sleep: 
     d.wait_state(id, "completed")
     wait_until(lambda: log.exists() and f"daemon {id} completed" in log.read_text().splitlines(), 10,
                "the second ending's hooks")
-    return id, log
+    return d, id, log
 
 
 def test_that_a_retried_job_still_runs_both_hooks_of_the_ending_it_left(daemon_factory, faultserver, key):
     # SPEC: every ending runs the job's hook, then the daemon's — also an ending the job left
     # (retry) while its first hook still ran.
-    d = daemon_factory(start=False)
-    log = d.root / "hooks.log"
-    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
-    d.start()
-    id, log = failed_then_completed_while_its_first_hook_runs(d, faultserver, key, sleep=2)
+    d, id, log = failed_then_completed_while_its_first_hook_runs(daemon_factory, faultserver, key, sleep=2)
     wait_until(lambda: f"daemon {id} failed" in log.read_text().splitlines(), 10, "the first ending's daemon hook")
     lines = log.read_text().splitlines()
     assert sorted(lines) == sorted([f"job {id} failed", f"daemon {id} failed", f"job {id} completed",
@@ -341,11 +340,7 @@ def test_that_a_retried_job_still_runs_both_hooks_of_the_ending_it_left(daemon_f
 
 def test_that_the_hooks_of_an_ending_a_job_left_survive_kill_9_and_run_exactly_once(
         daemon_factory, faultserver, key):
-    d = daemon_factory(start=False)
-    log = d.root / "hooks.log"
-    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
-    d.start()
-    id, log = failed_then_completed_while_its_first_hook_runs(d, faultserver, key, sleep=4)
+    d, id, log = failed_then_completed_while_its_first_hook_runs(daemon_factory, faultserver, key, sleep=4)
     # The daemon dies while the failure's own hook still sleeps (the crash ends that hook too).
     d.kill9()
     time.sleep(1)
