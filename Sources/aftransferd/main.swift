@@ -47,6 +47,21 @@ struct AFTransferDaemon: ParsableCommand {
             valueName: "cmd"))
     var onEnd: String?
 
+    /// Parses the options and runs; bad usage exits 2 with the message and the usage, as the CLI
+    /// does (argument-parser's default would be 64).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+
     func validate() throws {
         if let i = Paths.firstArgumentNotUTF8() {
             throw ValidationError("argument \(i) is not valid UTF-8 (paths and options must be UTF-8)")

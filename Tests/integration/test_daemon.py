@@ -206,3 +206,15 @@ def test_a_peer_with_another_uid_is_not_served_even_when_the_socket_is_opened_up
     assert reply.startswith("reply:"), reply
     assert '"result"' not in reply, f"a peer with another uid was served: {reply}"
     assert "result" in daemon.rpc("daemon.status")
+
+
+@pytest.mark.parametrize("opts", [("--max-active", "0"), ("--bogus",), ("--stall-timeout", "x"), ("--connections",)],
+                         ids=["out-of-range", "unknown", "not-a-number", "missing-value"])
+def test_the_daemon_refuses_bad_options_with_exit_2_and_a_message(daemon_factory, opts):
+    d = daemon_factory(start=False)
+    p = subprocess.run(d.command(opts), capture_output=True, text=True, timeout=15, env=d.env)
+    assert p.returncode == 2, f"exit {p.returncode}: {p.stderr}"
+    assert "Error:" in p.stderr and "Usage: aftransferd" in p.stderr, p.stderr
+    assert not d.socket.exists()
+    for good in (("--help",), ("--version",)):
+        assert subprocess.run(d.command(good), capture_output=True, timeout=15, env=d.env).returncode == 0
