@@ -4,6 +4,7 @@ once across `kill -9`, and a failing hook never changes the job."""
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -130,6 +131,27 @@ def test_that_many_endings_at_once_run_every_hook_once_and_never_more_than_four_
         most = max(most, running)
     assert most <= 4, log.read_text()
     assert sorted(int(l[2:]) for l in log.read_text().splitlines() if l.startswith("+")) == ids
+
+
+def test_that_the_log_says_a_hook_runs_when_it_starts_and_that_it_waits_when_it_waits(
+        daemon_factory, faultserver, key):
+    d = daemon_factory(start=False)
+    d.args = ["--on-end", "sleep 1.5"]
+    d.start()
+    ids = [d.download(faultserver.url(key=key, size=10), "-o", str(d.work / f"w{i}")) for i in range(6)]
+    for id in ids:
+        d.wait_state(id, "completed")
+    wait_until(lambda: all(d.job(id)["hook"] is not None for id in ids), 20, "six hooks to finish")
+    lines = d.log_text().splitlines()
+    waited = [i for i, l in enumerate(lines) if "the daemon's on-end hook (completed) waits: 4 hooks run already" in l]
+    assert len(waited) >= 2, "\n".join(lines)  # six endings within 1.5 s, four slots
+    for i in waited:
+        id = re.search(r"job=(\d+)", lines[i]).group(1)
+        runs = [j for j, l in enumerate(lines) if f"job={id} running the daemon's on-end hook" in l]
+        exits = [j for j, l in enumerate(lines) if f"job={id} daemon's on-end hook exited" in l]
+        # "running" is logged once, when a slot freed (after some hook exited), not when it was queued.
+        assert len(runs) == 1 and i < runs[0] < exits[0], "\n".join(lines)
+        assert any(i < j < runs[0] for j, l in enumerate(lines) if "on-end hook exited" in l), "\n".join(lines)
 
 
 def test_that_a_slow_hook_never_holds_up_transfers_and_only_4_KiB_of_output_is_kept(daemon, faultserver, key):

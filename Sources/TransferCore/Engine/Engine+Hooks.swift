@@ -87,8 +87,10 @@ extension Engine {
             "AFTRANSFER_JOB_ID": String(id), "AFTRANSFER_STATE": state, "AFTRANSFER_DESTINATION": destination ?? "",
         ]
         let which = stage == .job ? "job" : "daemon"
-        Log.info("running the \(which)'s on-end hook (\(state))", job: id)
-        hooks.run(owner, command: command, input: input, environment: env) { [weak self] owner, result, timedOut in
+        let startedNow = hooks.run(
+            owner, command: command, input: input, environment: env,
+            started: { Log.info("running the \(which)'s on-end hook (\(state))", job: id) }
+        ) { [weak self] owner, result, timedOut in
             guard let self else { return }
             let why = timedOut ? " (killed after \(Int(HookRunner.timeout)) s)" : ""
             Log.info("\(which)'s on-end hook exited \(result.exitStatus)\(why)", job: id)
@@ -104,6 +106,10 @@ extension Engine {
                 guard let now = self.record(job) else { return }
                 self.dispatch(job, .hookFinished(stage, result), loaded: JobFacts(now))
             }
+        }
+        if !startedNow {
+            Log.info(
+                "the \(which)'s on-end hook (\(state)) waits: \(HookRunner.maxConcurrent) hooks run already", job: id)
         }
     }
 

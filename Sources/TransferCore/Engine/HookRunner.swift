@@ -44,6 +44,7 @@ public final class HookRunner {
         let command: String
         let input: [UInt8]
         let environment: [String: String]
+        let started: () -> Void
         let completion: (Owner, HookResult, Bool) -> Void
     }
 
@@ -96,19 +97,24 @@ public final class HookRunner {
     /// - Parameters:
     ///   - input: the job object as JSON (the hook's stdin).
     ///   - environment: the variables added to the daemon's environment.
+    ///   - started: runs when the hook's process is started (at once, or when a slot frees).
     ///   - completion: runs on the loop thread, once, with the hook's owner then (another if it
     ///     was adopted meanwhile), the result and whether the time bound ran out.
+    /// - Returns: false when the hook waits for a slot.
+    @discardableResult
     func run(
         _ owner: Owner, command: String, input: [UInt8], environment: [String: String],
-        completion: @escaping (Owner, HookResult, Bool) -> Void
-    ) {
+        started: @escaping () -> Void = {}, completion: @escaping (Owner, HookResult, Bool) -> Void
+    ) -> Bool {
         let request = Request(
-            owner: owner, command: command, input: input, environment: environment, completion: completion)
+            owner: owner, command: command, input: input, environment: environment, started: started,
+            completion: completion)
         if running.count >= Self.maxConcurrent {
             waiting.append(request)
-        } else {
-            start(request)
+            return false
         }
+        start(request)
+        return true
     }
 
     private func startWaiting() {
@@ -134,6 +140,7 @@ public final class HookRunner {
         let shell = [Self.shell, "-c", Self.groupKeeper, command]
         let arguments = viaSetpriv ? ["setpriv", "--pdeathsig", "TERM", "--"] + shell : shell
         let slot = Slot(owner: request.owner)
+        request.started()
         do {
             slot.runner = try ProcessRunner(
                 loop: loop, executable: executable, arguments: arguments, environment: env, input: input,
