@@ -159,6 +159,7 @@ final class JobStoreTests: XCTestCase {
         batch.patch(ids[0], done)
         var failed = JobPatch()
         failed.state = .failed
+        failed.hookPending = .some(.daemon)
         batch.patch(ids[1], failed)
         try store.commit(batch, now: 2)
         let facts = try store.schedulingFacts()
@@ -166,6 +167,9 @@ final class JobStoreTests: XCTestCase {
         XCTAssertEqual(facts.first { $0.id == ids[3] }?.priority, 3)
         XCTAssertEqual(facts.first { $0.id == ids[3] }?.retryLimit, 3)
         XCTAssertEqual(facts.first { $0.id == ids[1] }?.state, .failed)
+        // A failed job's hook still owed: what its retry or removal must keep (read at start).
+        XCTAssertEqual(facts.first { $0.id == ids[1] }?.hookPending, .daemon)
+        XCTAssertNil(facts.first { $0.id == ids[2] }?.hookPending)
     }
 
     func testThatListingsComePageByPageInIdOrderWithTheirHistories() throws {

@@ -379,3 +379,35 @@ def test_that_the_hooks_of_an_ending_a_job_left_survive_kill_9_and_run_exactly_o
     time.sleep(1.5)
     assert len(log.read_text().splitlines()) == 4
     assert d.job(id)["state"] == "completed"
+
+
+def test_that_a_failed_job_retried_or_removed_after_a_restart_still_runs_its_endings_hooks(
+        daemon_factory, faultserver, key):
+    # Found by an outside audit: after a restart the daemon did not know that a failed job's hook
+    # was still owed, so a retry or a removal then lost the ending's daemon hook (or ran it with
+    # the job's next state), and a crash after the removal lost both.
+    d = daemon_factory(start=False)
+    log = d.root / "hooks.log"
+    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
+    d.start()
+    job_hook = f'sleep 2; echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}'
+    retried = d.download(faultserver.url(key=key, status=404), "-o", str(d.work / "r.bin"), "--on-end", job_hook)
+    removed = d.download(faultserver.url(key=key + "-b", status=404), "-o", str(d.work / "m.bin"),
+                         "--on-end", job_hook)
+    d.wait_state(retried, "failed")
+    d.wait_state(removed, "failed")
+    d.kill9()  # both job hooks were running
+    d.start()
+    d.cli("set-url", str(retried), faultserver.url(key=key + "-good", size=100), check=True)
+    d.cli("retry", str(retried), check=True)
+    d.cli("remove", str(removed), check=True)
+    d.kill9()  # again, before any hook finished
+    d.start()
+    want = [f"job {retried} failed", f"daemon {retried} failed", f"job {retried} completed",
+            f"daemon {retried} completed", f"job {removed} failed", f"daemon {removed} failed"]
+    wait_until(lambda: log.exists() and len(log.read_text().splitlines()) >= 6, 20, "six hook lines")
+    time.sleep(1)
+    lines = log.read_text().splitlines()
+    assert sorted(lines) == sorted(want), lines
+    for id in (retried, removed):
+        assert lines.index(f"job {id} failed") < lines.index(f"daemon {id} failed"), lines
