@@ -58,7 +58,7 @@ struct AFTransfer: ParsableCommand {
             Glibc.exit(error.exitStatus)
         default:
             if exitCode(for: error) == .validationFailure {
-                Console.write(fullMessage(for: error) + "\n", to: .stderr)
+                Console.write(HumanFormat.printable(fullMessage(for: error), keepingNewlines: true) + "\n", to: .stderr)
                 Glibc.exit(CLIFailure.usage)
             }
             exit(withError: error)

@@ -59,5 +59,7 @@ final class HumanFormatTests: XCTestCase {
         XCTAssertEqual(HumanFormat.printable("plain é ✓"), "plain é ✓")
         XCTAssertEqual(HumanFormat.printable("\u{1B}]0;pwned\u{07}x\u{1B}[2J"), "^[]0;pwned^Gx^[[2J")
         XCTAssertEqual(HumanFormat.printable("a\tb\r\nc\u{7F}\u{9B}31m"), "a^Ib^M^Jc^?\u{FFFD}31m")
+        XCTAssertEqual(
+            HumanFormat.printable("job 1: x\u{1B}[2J\njob 2: y", keepingNewlines: true), "job 1: x^[[2J\njob 2: y")
     }
 }

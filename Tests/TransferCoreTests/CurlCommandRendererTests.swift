@@ -25,6 +25,9 @@ final class CurlCommandRendererTests: XCTestCase {
         XCTAssertEqual(CurlCommandRenderer.quote("a b"), "'a b'")
         XCTAssertEqual(CurlCommandRenderer.quote("it's"), "'it'\\''s'")
         XCTAssertEqual(CurlCommandRenderer.quote("/tmp/x"), "/tmp/x")
+        // Control characters: ANSI-C quoting, each byte as \xHH, never the byte itself.
+        XCTAssertEqual(
+            CurlCommandRenderer.quote("/d/a\u{1B}[2J\u{07}'b\\c\u{9B}.bin"), #"$'/d/a\x1B[2J\x07\'b\\c\xC2\x9B.bin'"#)
     }
 
     private func upload(_ resumable: String?) -> JobRecord {

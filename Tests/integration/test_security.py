@@ -706,3 +706,22 @@ def test_that_a_servers_escape_sequences_never_reach_the_terminal_as_such(daemon
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_that_a_path_with_control_characters_reaches_the_terminal_escaped_in_messages_and_curl(
+        daemon, faultserver, key):
+    # Found by an outside audit: the daemon's refusal naming a destination, a list's refusals and
+    # `curl ID` printed such a path (from a list file, say) with its escape sequences as they were.
+    dest = daemon.work / "a\x1b[2J\x07b.bin"
+    id = daemon.download(faultserver.url(key=key, size=400_000, slow=50_000), "-o", str(dest))
+    r = daemon.cli("download", faultserver.url(key=key + "-2", size=10), "-o", str(dest), check=2)
+    assert "\x1b" not in r.err and "\x07" not in r.err and "a^[[2J^Gb.bin" in r.err, repr(r.err)
+    listed = daemon.work / "list.txt"
+    listed.write_text(f"{faultserver.url(key=key + '-3', size=10)}\tx\x1b]0;t\x07\n"
+                      f"{faultserver.url(key=key + '-4', size=10)}\tx\x1b]0;t\x07\n")
+    r = daemon.cli("download", "-i", str(listed), "-d", str(daemon.work), check=2)
+    assert "\x1b" not in r.err and "\x07" not in r.err and "x^[]0;t^G" in r.err, repr(r.err)
+    out = daemon.cli("curl", str(id), check=0).out
+    assert "\x1b" not in out and "\x07" not in out, repr(out)
+    assert "-o $'" + str(daemon.work) + "/a\\x1B[2J\\x07b.bin'" in out, out
+    daemon.cli("cancel", str(id), check=True)

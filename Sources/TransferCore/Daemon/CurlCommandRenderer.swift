@@ -2,10 +2,27 @@ import Foundation
 
 /// The curl command equivalent to a job (Alamofire's cURL output), secrets redacted.
 public enum CurlCommandRenderer {
-    /// Quotes one shell word.
+    /// Quotes one shell word. A word with control characters (a file name may have them) is
+    /// written `$'…'` with each of their bytes as `\xHH` (bash, zsh and ksh read it back exactly),
+    /// so that printing the command never sends them to the terminal.
     public static func quote(_ s: String) -> String {
         if !s.isEmpty && s.allSatisfy({ $0.isLetter || $0.isNumber || "-_./:=@,+%".contains($0) }) { return s }
-        return "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        guard s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        var out = "$'"
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "'": out += "\\'"
+            case _ where scalar.properties.generalCategory == .control:
+                for byte in String(scalar).utf8 {
+                    out += "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                }
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "'"
     }
 
     /// Renders `curl …` for the stored job.
@@ -81,5 +98,12 @@ public enum CurlCommandRenderer {
             contentType: MIMEType.guess(forPath: src), filename: URL(fileURLWithPath: src).lastPathComponent,
             sha256Hex: r.request.sha256, uploadURL: nil, agreed: nil, offset: 0, appendLimit: nil)
         return plan.first().headers.filter { !$0.lowercased().hasPrefix("content-type:") }.flatMap { ["-H", $0] }
+    }
+}
+
+extension String {
+    /// The string with `0`s before it up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -40,7 +40,8 @@ enum Console {
 
     /// Writes `aftransfer: text` followed by a newline to stderr.
     static func error(_ text: String) {
-        write("aftransfer: " + text + "\n", to: .stderr)
+        // Messages name paths, URLs and values from outside (a list file, the daemon's refusals).
+        write("aftransfer: " + HumanFormat.printable(text, keepingNewlines: true) + "\n", to: .stderr)
     }
 
     /// Writes `text` as is (no newline added), straight to the file descriptor: nothing is

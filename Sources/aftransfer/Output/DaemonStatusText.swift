@@ -2,15 +2,15 @@ import TransferCore
 
 /// The text of `daemon status`: one fact a line.
 enum DaemonStatusText {
-    /// Renders the daemon's status for people.
+    /// Renders the daemon's status for people (paths ``HumanFormat/printable(_:keepingNewlines:)``).
     static func render(_ status: DaemonStatus) -> String {
         let counts = TransferState.allCases.compactMap { state in
             status.jobs[state.rawValue].flatMap { $0 > 0 ? "\($0) \(state.rawValue)" : nil }
         }
         return [
             "aftransferd \(status.version), pid \(status.pid), up \(HumanFormat.duration(status.uptime))",
-            "  Home:       \(status.home)",
-            "  Socket:     \(status.socket)",
+            "  Home:       \(HumanFormat.printable(status.home))",
+            "  Socket:     \(HumanFormat.printable(status.socket))",
             "  Network:    \(status.network)",
             "  Limits:     \(LimitsText.summary(status.limits))",
             "  Jobs:       \(counts.isEmpty ? "none" : counts.joined(separator: ", "))",

@@ -8,11 +8,14 @@ enum HumanFormat {
     /// (`^[` for ESC, `^?` for DEL) or `\u{FFFD}` (C1), never written as is. A server's error
     /// message or response body, a hook's output or a file name may carry escape sequences that
     /// would otherwise move the cursor, retitle the window or rewrite what the table showed.
-    static func printable(_ text: String) -> String {
+    /// With `keepingNewlines`, a line feed stays one (a message of several lines).
+    static func printable(_ text: String, keepingNewlines: Bool = false) -> String {
         guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
         var out = String.UnicodeScalarView()
         for s in text.unicodeScalars {
             switch s.value {
+            case 0x0A where keepingNewlines:
+                out.append(s)
             case 0x00...0x1F:
                 out.append("^")
                 out.append(Unicode.Scalar(UInt8(s.value + 0x40)))

@@ -73,7 +73,7 @@ enum JobSummary {
                 lines.append("    " + line)
             }
         }
-        return lines.map(HumanFormat.printable)
+        return lines.map { HumanFormat.printable($0) }
     }
 
     /// One range of a segmented download: `bytes 0-4194303  1.5 MiB of 4.0 MiB (37%)`.
