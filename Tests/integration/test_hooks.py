@@ -24,6 +24,15 @@ def hook_done(daemon, id, timeout=15):
     return box["job"]
 
 
+def daemon_with_a_hook_log(daemon_factory, name: str = "hooks.log"):
+    """A daemon whose `--on-end` hook appends "daemon ID STATE" to ROOT/NAME: (daemon, that path)."""
+    d = daemon_factory(start=False)
+    log = d.root / name
+    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
+    d.start()
+    return d, log
+
+
 def test_that_an_on_end_hook_gets_the_job_object_on_stdin_and_the_environment(daemon, faultserver, key):
     out = daemon.root / "hook"
     cmd = f'cat > {out}.json; env | grep ^AFTRANSFER_ | sort > {out}.env; echo "hello from the hook"'
@@ -42,11 +51,7 @@ def test_that_an_on_end_hook_gets_the_job_object_on_stdin_and_the_environment(da
 
 def test_that_failed_and_cancelled_jobs_run_their_hooks_and_the_daemons_hook_runs_after_the_jobs(
         daemon_factory, faultserver, key):
-    log = None
-    d = daemon_factory(start=False)
-    log = d.root / "order.log"
-    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
-    d.start()
+    d, log = daemon_with_a_hook_log(daemon_factory, "order.log")
     job_hook = f'echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}'
     failed = d.download(faultserver.url(key=key, status=404), "-o", str(d.work / "a"), "--on-end", job_hook)
     paused = d.download(faultserver.url(key=key, size=100_000, slow=1000), "-o", str(d.work / "b"),
@@ -326,10 +331,7 @@ def failed_then_completed_while_its_first_hook_runs(daemon_factory, faultserver,
     `sleep` s for that ending, is pointed at a good URL and retried, and completes while that hook
     still sleeps. Every hook appends "job|daemon ID STATE" to hooks.log. Returns (daemon, id,
     hooks.log) once the second ending's two hooks ran."""
-    d = daemon_factory(start=False)
-    log = d.root / "hooks.log"
-    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
-    d.start()
+    d, log = daemon_with_a_hook_log(daemon_factory)
     job_hook = (f'if [ "$AFTRANSFER_STATE" = failed ]; then sleep {sleep}; fi; '
                 f'echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}')
     id = d.download(faultserver.url(key=key, status=404), "-o", str(d.work / "again.bin"), "--on-end", job_hook)
@@ -386,10 +388,7 @@ def test_that_a_failed_job_retried_or_removed_after_a_restart_still_runs_its_end
     # Found by an outside audit: after a restart the daemon did not know that a failed job's hook
     # was still owed, so a retry or a removal then lost the ending's daemon hook (or ran it with
     # the job's next state), and a crash after the removal lost both.
-    d = daemon_factory(start=False)
-    log = d.root / "hooks.log"
-    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
-    d.start()
+    d, log = daemon_with_a_hook_log(daemon_factory)
     job_hook = f'sleep 2; echo "job $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}'
     retried = d.download(faultserver.url(key=key, status=404), "-o", str(d.work / "r.bin"), "--on-end", job_hook)
     removed = d.download(faultserver.url(key=key + "-b", status=404), "-o", str(d.work / "m.bin"),
