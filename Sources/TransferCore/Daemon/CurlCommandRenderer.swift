@@ -2,6 +2,9 @@ import Foundation
 
 /// The curl command equivalent to a job (Alamofire's cURL output), secrets redacted.
 public enum CurlCommandRenderer {
+    /// The digits of a `\xHH` escape.
+    private static let hexDigits = Array("0123456789ABCDEF")
+
     /// Quotes one shell word. A word with control characters (a file name may have them) is
     /// written `$'…'` with each of their bytes as `\xHH` (bash, zsh and ksh read it back exactly),
     /// so that printing the command never sends them to the terminal.
@@ -17,7 +20,7 @@ public enum CurlCommandRenderer {
             case "'": out += "\\'"
             case _ where scalar.properties.generalCategory == .control:
                 for byte in String(scalar).utf8 {
-                    out += "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                    out += "\\x" + String(hexDigits[Int(byte >> 4)]) + String(hexDigits[Int(byte & 15)])
                 }
             default: out.unicodeScalars.append(scalar)
             }
@@ -98,12 +101,5 @@ public enum CurlCommandRenderer {
             contentType: MIMEType.guess(forPath: src), filename: URL(fileURLWithPath: src).lastPathComponent,
             sha256Hex: r.request.sha256, uploadURL: nil, agreed: nil, offset: 0, appendLimit: nil)
         return plan.first().headers.filter { !$0.lowercased().hasPrefix("content-type:") }.flatMap { ["-H", $0] }
-    }
-}
-
-extension String {
-    /// The string with `0`s before it up to `width` characters.
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -39,7 +39,7 @@ extension Engine {
         writer.write(job)
         writer.key("\n")
         start(
-            .job(id), stage: stage, command: command, input: writer.bytes, state: r.state.rawValue,
+            .job(id), job: id, stage: stage, command: command, input: writer.bytes, state: r.state.rawValue,
             destination: r.destination)
     }
 
@@ -70,19 +70,14 @@ extension Engine {
             return
         }
         start(
-            .owed(owedId), stage: kept.stage, command: command, input: Array((kept.job + "\n").utf8),
-            state: kept.state.rawValue, destination: kept.destination)
+            .owed(owedId), job: kept.jobId, stage: kept.stage, command: command,
+            input: Array((kept.job + "\n").utf8), state: kept.state.rawValue, destination: kept.destination)
     }
 
     private func start(
-        _ owner: HookRunner.Owner, stage: HookStage, command: String, input: [UInt8], state: String,
-        destination: String?
+        _ owner: HookRunner.Owner, job id: Int64, stage: HookStage, command: String, input: [UInt8],
+        state: String, destination: String?
     ) {
-        let id: Int64
-        switch owner {
-        case .job(let job): id = job
-        case .owed(let owedId): id = owedHooks[owedId]?.jobId ?? 0
-        }
         let env = [
             "AFTRANSFER_JOB_ID": String(id), "AFTRANSFER_STATE": state, "AFTRANSFER_DESTINATION": destination ?? "",
         ]

@@ -84,7 +84,7 @@ public enum RequestValidator {
 
         if r.form?.isEmpty == true { r.form = nil }
         if isUpload {
-            try validateUpload(r)
+            try validateUpload(r, knownDirectories: &knownDirectories)
             if let given = r.resumable {
                 guard let mode = ResumableMode(rawValue: given.lowercased()) else {
                     throw invalid("resumable: must be \"auto\", \"tus\" or \"off\", not \"\(printable(given))\"")
@@ -300,7 +300,7 @@ public enum RequestValidator {
 
     // MARK: - Uploads
 
-    private static func validateUpload(_ r: TransferRequest) throws {
+    private static func validateUpload(_ r: TransferRequest, knownDirectories: inout Set<String>) throws {
         for (field, given) in [("destination", r.destination != nil), ("directory", r.directory != nil)] where given {
             throw invalid("\(field): only applies to downloads (use response to save the answer)")
         }
@@ -321,10 +321,9 @@ public enum RequestValidator {
         }
         if let response = r.response {
             // For an upload, createDirs and replace are about the response file.
-            var directories = Set<String>()
             try checkTargetFile(
                 response, field: "response", createDirs: r.createDirs ?? false, replace: r.replace ?? false,
-                knownDirectories: &directories)
+                knownDirectories: &knownDirectories)
         }
     }
 

@@ -13,13 +13,15 @@ enum JobText {
 
     /// The last path component of the target, for one-line displays.
     static func name(_ job: JobSnapshot) -> String {
+        let name: String
         if job.kind == .download, let destination = job.destination {
-            return HumanFormat.printable((destination as NSString).lastPathComponent)
+            name = (destination as NSString).lastPathComponent
+        } else if let url = URL(string: job.url), !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" {
+            name = url.lastPathComponent
+        } else {
+            name = job.url
         }
-        if let url = URL(string: job.url), !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" {
-            return HumanFormat.printable(url.lastPathComponent)
-        }
-        return HumanFormat.printable(job.url)
+        return HumanFormat.printable(name)
     }
 
     /// `12.3 MiB/27.0 MiB`, or `12.3 MiB` while the total is unknown.
