@@ -14,7 +14,9 @@ final class JSONValueCodingTests: XCTestCase {
     func testThatTheParserMakesTheValuesJSONDecoderMakes() throws {
         let texts = [
             "null", "true", "false", "0", "-0", "1.0", "1e2", "1E2", "1.5", "-2.25e-3", "99999999999999999999",
-            "9223372036854775807", "-9223372036854775808", "123456789012345678.0", #""""#, #""a\"b\\c\/d""#,
+            "9223372036854775807", "-9223372036854775808", "123456789012345678.0", "123456789012345678",
+            "-123456789012345678", "1234567890123456789", "-999999999999999999", "[0,-0,7,-7]", #""""#,
+            #""a\"b\\c\/d""#,
             #""\u00e9\u0000\n\t\b\f\r""#, #""\ud83d\ude00""#, "\"héllo €\"", "[]", "{}",
             " [1, [2, [3]], {\"a\": null}] ",
             #"{"jsonrpc":"2.0","id":7,"method":"transfer.add","params":{"url":"http://h/f","priority":-3}}"#,
@@ -39,6 +41,7 @@ final class JSONValueCodingTests: XCTestCase {
             XCTAssertThrowsError(try JSONParser.parse(Array(text.utf8)), text)
         }
         XCTAssertThrowsError(try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]), "invalid UTF-8")
+        XCTAssertThrowsError(try JSONParser.parse([0x22, 0x61, 0xF0, 0x9F, 0x98, 0x22]), "a truncated sequence")
         XCTAssertThrowsError(try JSONParser.parse([0x22, 0x61, 0x00, 0x22]), "a raw NUL")
     }
 

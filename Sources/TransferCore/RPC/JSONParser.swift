@@ -145,16 +145,22 @@ public struct JSONParser {
     private mutating func string() throws -> String {
         index += 1  // the opening quote
         let start = index
-        // The common case: no escapes, so the bytes between the quotes are the string's UTF-8.
+        // The common case: no escapes, so the bytes between the quotes are the string's UTF-8;
+        // when they are all ASCII there is nothing to validate (most of an RPC's strings).
+        var ascii = true
         while index < bytes.count {
             let b = bytes[index]
             if b == UInt8(ascii: "\"") {
-                let text = try utf8(start..<index)
+                let range = start..<index
+                let text =
+                    ascii
+                    ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self) : try utf8(range)
                 index += 1
                 return text
             }
             if b == UInt8(ascii: "\\") { break }
             if b < 0x20 { throw failure("a control character in a string") }
+            if b >= 0x80 { ascii = false }
             index += 1
         }
         var scalars = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
@@ -262,6 +268,7 @@ public struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw failure("a malformed number") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
+        if integral, let int = integer(start..<index) { return .int(int) }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if integral, let int = Int64(text) { return .int(int) }
         if let int = Self.integerWithZeroFraction(text) { return .int(int) }
@@ -270,6 +277,21 @@ public struct JSONParser {
         }
         if double.rounded() == double, let int = Int64(exactly: double) { return .int(int) }
         return .double(double)
+    }
+
+    /// The integer written in `range` (an optional minus, then digits) when it has at most 18
+    /// digits, so that it cannot overflow; nil otherwise (the text path decides).
+    private func integer(_ range: Range<Int>) -> Int64? {
+        var i = range.lowerBound
+        let negative = bytes[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        guard range.upperBound - i <= 18 else { return nil }
+        var value: Int64 = 0
+        while i < range.upperBound {
+            value = value * 10 + Int64(bytes[i] - UInt8(ascii: "0"))
+            i += 1
+        }
+        return negative ? -value : value
     }
 
     /// `123.000` as an exact integer (a `Double` would round one past 2^53).

@@ -63,6 +63,8 @@ private struct TreeDecoder: Decoder {
         case is Int64.Type: if let v = try decode(Int64.self) as? T { return v }
         case is Double.Type: if let v = try decode(Double.self) as? T { return v }
         case is JSONValue.Type: if let v = value as? T { return v }
+        case let direct as JSONValueInitializable.Type:
+            if let v = try direct.init(jsonValue: value, codingPath: codingPath) as? T { return v }
         default: break
         }
         return try T(from: self)
@@ -225,15 +227,22 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 }
 
 private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [CodingKey]) -> DecodingError {
-    let found: String
-    switch value {
-    case .null: found = "null"
-    case .bool: found = "a boolean"
-    case .int, .double: found = "a number"
-    case .string: found = "a string"
-    case .array: found = "an array"
-    case .object: found = "an object"
+    JSONValueDecoder.mismatch(type, value, path)
+}
+
+extension JSONValueDecoder {
+    /// `typeMismatch` at `path`: `value` is not a `type`.
+    static func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [CodingKey]) -> DecodingError {
+        let found: String
+        switch value {
+        case .null: found = "null"
+        case .bool: found = "a boolean"
+        case .int, .double: found = "a number"
+        case .string: found = "a string"
+        case .array: found = "an array"
+        case .object: found = "an object"
+        }
+        return DecodingError.typeMismatch(
+            type, DecodingError.Context(codingPath: path, debugDescription: "expected \(type), found \(found)"))
     }
-    return DecodingError.typeMismatch(
-        type, DecodingError.Context(codingPath: path, debugDescription: "expected \(type), found \(found)"))
 }
