@@ -146,6 +146,38 @@ def test_a_subscription_can_be_limited_to_some_jobs(daemon, faultserver, key):
     daemon.wait_state(b["id"], "completed")
 
 
+def test_a_subscription_may_decline_the_news_of_new_jobs(daemon, faultserver, key):
+    """`events.subscribe {"added": false}`: no `transfer.state` for a job's creation (the client
+    that queued it has it from the answer), every later change as before."""
+    def states_until_completed(c, ids):
+        seen = {i: [] for i in ids}
+        done = set()
+        while done != set(ids):
+            msg = c.recv(timeout=10)
+            assert msg is not None, "the daemon closed the subscription"
+            p = msg["params"]
+            if msg["method"] == "transfer.state" and p["id"] in seen:
+                seen[p["id"]].append(p["state"])
+                if p["state"] == "completed":
+                    done.add(p["id"])
+        return seen
+
+    with daemon.connect(timeout=10) as every, daemon.connect(timeout=10) as changes:
+        assert every.call("events.subscribe")["result"] == {"subscribed": True}
+        assert changes.call("events.subscribe", {"added": False})["result"] == {"subscribed": True}
+        one = add(daemon, url=faultserver.url(size=10, key=key, delay=0.3), destination=str(daemon.work / "one"))
+        many = daemon.rpc_result("transfer.addMany", {"requests": [
+            {"kind": "download", "url": faultserver.url(size=10, key=f"{key}-{n}", delay=0.3),
+             "destination": str(daemon.work / f"many-{n}")} for n in range(3)]})
+        ids = [one["id"]] + [j["id"] for j in many["jobs"]]
+        told = states_until_completed(every, ids)
+        declined = states_until_completed(changes, ids)
+    for i in ids:
+        assert told[i][0] == "queued" and told[i][-1] == "completed", told
+        assert declined[i] == told[i][1:], f"job {i}: {declined[i]} beside {told[i]}"
+        assert "running" in declined[i], declined
+
+
 def test_daemon_shutdown_answers_then_exits_0(daemon):
     resp = daemon.rpc("daemon.shutdown", id=3)
     assert resp.get("result") == {} and resp["id"] == 3, resp

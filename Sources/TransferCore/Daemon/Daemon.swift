@@ -126,7 +126,11 @@ public final class Daemon {
             engine.wantsEvents = { [unowned server] in server.hasSubscribers }
             engine.onEvents = { [unowned server] events in
                 server.broadcast(
-                    events.map { kind, job in (kind == .progress ? .transferProgress : .transferState, job) })
+                    events.map { kind, job in
+                        RPCServer.Event(
+                            method: kind == .progress ? .transferProgress : .transferState, job: job,
+                            added: kind == .added)
+                    })
             }
             if config.watchNetwork {
                 do {

@@ -4,6 +4,9 @@ import Foundation
 public enum EngineNotification: Sendable {
     /// A job changed state; the change is committed (`transfer.state`).
     case stateChanged
+    /// A job was queued; its row is committed (`transfer.state`, which a subscriber may decline:
+    /// the client that queued it has it from the answer).
+    case added
     /// A running job moved (`transfer.progress`, at most about 4 a second a job).
     case progress
 }
@@ -839,7 +842,7 @@ public final class Engine: AttemptHost {
                 }
                 guard let last = page.last else { break }
                 for listing in page {
-                    events.append((EngineNotification.stateChanged, JobSnapshot(listing, live: nil)))
+                    events.append((EngineNotification.added, JobSnapshot(listing, live: nil)))
                 }
                 after = last.id
             }
@@ -890,7 +893,7 @@ public final class Engine: AttemptHost {
             if let id = r.id { queuedRecords[id] = r }
         }
         if onEvents != nil && wantsEvents() {
-            for job in jobs { events.append((EngineNotification.stateChanged, job)) }
+            for job in jobs { events.append((EngineNotification.added, job)) }
         }
         if inserted.count == 1, let id = inserted[0].id {
             Log.info("queued \(inserted[0].kind.rawValue) \(URLRedaction.redact(inserted[0].url))", job: id)

@@ -22,6 +22,8 @@ public final class RPCConnection {
     public var subscribed = false
     /// The jobs the subscription is about; nil means all jobs.
     public var subscribedIds: Set<Int64>?
+    /// Whether the subscription tells of new jobs (`added`, true unless declined).
+    public var subscribedToAdded = true
 
     /// Output waiting behind a streamed result (written in order once it ends).
     private enum Output {

@@ -180,12 +180,19 @@ public struct ControlResult: Codable, Sendable {
     }
 }
 
-/// Params of `events.subscribe`: the ids to hear about, or all jobs when absent.
+/// Params of `events.subscribe`: the ids to hear about, or all jobs when absent; and whether to
+/// hear of new jobs.
 public struct SubscribeParams: Codable, Sendable {
     /// The jobs to hear about; all jobs when absent.
     public var ids: [Int64]?
+    /// Whether each new job's `transfer.state` (state `queued`) is sent; true when absent. A
+    /// client that queues jobs and follows them has them from the answer already.
+    public var added: Bool?
     /// Creates the params.
-    public init(ids: [Int64]? = nil) { self.ids = ids }
+    public init(ids: [Int64]? = nil, added: Bool? = nil) {
+        self.ids = ids
+        self.added = added
+    }
 }
 
 /// Result of `daemon.status`.

@@ -172,20 +172,40 @@ public final class RPCServer {
     /// Whether any connection listens to events (the engine builds job objects only then).
     public var hasSubscribers: Bool { connections.values.contains { $0.subscribed } }
 
-    /// Sends notifications (method and job, in order) to every subscribed connection interested
-    /// in each: one write a connection for all of them, not one an event (a list of 2,000 jobs
-    /// queues 2,000 at once).
-    public func broadcast(_ events: [(RPCMethod, JobSnapshot)]) {
+    /// One notification for the subscribers.
+    public struct Event {
+        /// `transfer.state` or `transfer.progress`.
+        public var method: RPCMethod
+        /// The job object it carries.
+        public var job: JobSnapshot
+        /// Whether it tells of a new job (left out for subscribers that declined those).
+        public var added: Bool
+
+        /// Creates the notification.
+        public init(method: RPCMethod, job: JobSnapshot, added: Bool = false) {
+            self.method = method
+            self.job = job
+            self.added = added
+        }
+    }
+
+    /// Sends notifications (in order) to every subscribed connection interested in each: one
+    /// write a connection for all of them, not one an event (a list of 2,000 jobs queues 2,000
+    /// at once).
+    public func broadcast(_ events: [Event]) {
         let subscribers = connections.values.filter { $0.subscribed }
         guard !subscribers.isEmpty, !events.isEmpty else { return }
         var out: [ObjectIdentifier: [UInt8]] = [:]
         var writer = JobJSONWriter(capacity: 1024)
-        for (method, job) in events {
-            let targets = subscribers.filter { $0.subscribedIds?.contains(job.id) ?? true }
+        for event in events {
+            let job = event.job
+            let targets = subscribers.filter {
+                ($0.subscribedIds?.contains(job.id) ?? true) && (!event.added || $0.subscribedToAdded)
+            }
             guard !targets.isEmpty else { continue }
             writer.bytes.removeAll(keepingCapacity: true)
             writer.key("{\"jsonrpc\":\"2.0\",\"method\":")
-            writer.string(method.rawValue)
+            writer.string(event.method.rawValue)
             writer.key(",\"params\":")
             writer.write(job)
             writer.key("}\n")

@@ -41,9 +41,11 @@ struct Submission {
         let client = try global.connect()
         // With --wait, subscribe before queuing: no event of the new jobs can be missed, so the
         // follower need not ask for each job to catch up (thousands of requests for a long list).
+        // Not to their creation: the answer brings the new jobs.
         let subscribed =
             options.wait
-            && (try? client.call(method: RPCMethod.eventsSubscribe.rawValue, params: .some(.object([:])))) != nil
+            && (try? client.call(
+                method: RPCMethod.eventsSubscribe.rawValue, params: .some(.object(["added": .bool(false)])))) != nil
         let added: [JSONValue]
         let ids: [Int64]
         do {
