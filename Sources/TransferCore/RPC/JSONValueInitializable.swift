@@ -150,6 +150,24 @@ public struct JSONMembers {
     /// The member `key` as an enum of strings, or nil when absent or null.
     public func raw<E: RawRepresentable>(ifPresent key: String, as type: E.Type = E.self) throws -> E?
     where E.RawValue == String { try present(key).map { try raw($0, key, as: type) } }
+    /// The boolean member `key`, or nil when absent or null.
+    public func bool(ifPresent key: String) throws -> Bool? { try present(key).map { try bool($0, key) } }
+    /// The array member `key` of strings, or nil when absent or null.
+    public func strings(ifPresent key: String) throws -> [String]? {
+        guard let value = present(key) else { return nil }
+        guard case .array(let elements) = value else {
+            throw JSONValueDecoder.mismatch([JSONValue].self, value, path(key))
+        }
+        var result: [String] = []
+        result.reserveCapacity(elements.count)
+        for (i, element) in elements.enumerated() {
+            guard case .string(let s) = element else {
+                throw JSONValueDecoder.mismatch(String.self, element, path(key) + [JSONKey(intValue: i)])
+            }
+            result.append(s)
+        }
+        return result
+    }
     /// The member `key` as a type that reads itself, or nil when absent or null.
     public func value<T: JSONValueInitializable>(ifPresent key: String, as type: T.Type = T.self) throws -> T? {
         try present(key).map { try T(jsonValue: $0, codingPath: path(key)) }
