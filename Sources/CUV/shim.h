@@ -54,6 +54,13 @@ static inline int aft_rename_noreplace(const char *from, const char *to) {
     return rename(from, to);
 }
 
+/// Writes back every dirty file and inode of the file system holding `fd` and waits for it:
+/// syncfs(2) through syscall(2) (the wrapper needs _GNU_SOURCE). Since Linux 5.8 it reports a
+/// writeback error of that file system. 0 or -1 (errno set).
+static inline int aft_syncfs(int fd) {
+    return (int)syscall(SYS_syncfs, fd);
+}
+
 /// Marks every descriptor from `low` up close-on-exec, so a child started next (an `--on-end`
 /// hook) inherits only its standard streams: libcurl's connections and wake-up pair and
 /// descriptors the daemon itself inherited have no FD_CLOEXEC. close_range(2) with

@@ -24,47 +24,6 @@ final class DestinationTests: TemporaryDirectoryTestCase {
         XCTAssertEqual(Destination(path: "/srv/in/f.bin").directory, "/srv/in")
     }
 
-    func testThatAHeldBodyIsWrittenSyncedAndMovedInOneWorkItem() throws {
-        let loop = try EventLoop()
-        let syncer = DirectorySyncer(loop: loop)
-        var outcomes: [String: Destination.HeldOutcome] = [:]
-        let fresh = Destination(path: dir + "/fresh")
-        fresh.writeAndMoveIntoPlace(
-            Array("new".utf8), part: fresh.partPath, mode: 0o640, replace: false, syncer: syncer
-        ) {
-            outcomes["fresh"] = $0
-        }
-        let taken = Destination(path: dir + "/taken")
-        _ = FileManager.default.createFile(atPath: taken.path, contents: Data("old".utf8))
-        taken.writeAndMoveIntoPlace(
-            Array("new".utf8), part: taken.partPath, mode: 0o640, replace: false, syncer: syncer
-        ) {
-            outcomes["taken"] = $0
-        }
-        let nowhere = Destination(path: dir + "/missing/f")
-        nowhere.writeAndMoveIntoPlace(
-            Array("new".utf8), part: nowhere.partPath, mode: 0o640, replace: false, syncer: syncer
-        ) {
-            outcomes["nowhere"] = $0
-        }
-        loop.run()
-
-        guard case .inPlace? = outcomes["fresh"] else { return XCTFail("\(String(describing: outcomes["fresh"]))") }
-        XCTAssertEqual(try String(contentsOfFile: fresh.path, encoding: .utf8), "new")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: fresh.partPath))
-        let mode = try FileManager.default.attributesOfItem(atPath: fresh.path)[.posixPermissions] as? Int
-        XCTAssertEqual(mode, 0o640)
-
-        guard case .notMoved(let error)? = outcomes["taken"] else { return XCTFail("the existing file was replaced") }
-        XCTAssertEqual(error.code, .destinationExists)
-        XCTAssertEqual(try String(contentsOfFile: taken.path, encoding: .utf8), "old")
-        XCTAssertEqual(try String(contentsOfFile: taken.partPath, encoding: .utf8), "new", "the synced part stays")
-
-        guard case .notWritten(let e)? = outcomes["nowhere"] else { return XCTFail("written without a directory") }
-        XCTAssertEqual(e, ENOENT)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: nowhere.partPath))
-    }
-
     func testThatAMissingDirectoryIsRefusedUnlessCreatedWithTheGivenMode() throws {
         let nested = dir + "/x/y"
         XCTAssertThrowsError(try Destination.ensureDirectory(nested, create: false, mode: 0o755)) { e in

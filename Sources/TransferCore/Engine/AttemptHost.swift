@@ -14,6 +14,8 @@ protocol AttemptHost: AnyObject {
     var bandwidth: BandwidthGovernor { get }
     /// Coalesced directory fsyncs after renames.
     var directorySyncer: DirectorySyncer { get }
+    /// Small finished downloads put in place in batches.
+    var smallFileWriter: SmallFileWriter { get }
     /// Changes the job's row (written with the loop pass's group commit; the attempt's cached
     /// record is updated at once).
     func write(_ job: Int64, _ patch: JobPatch)

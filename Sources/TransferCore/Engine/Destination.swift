@@ -127,46 +127,6 @@ struct Destination {
         }
     }
 
-    /// What became of a small download's held body given to
-    /// ``writeAndMoveIntoPlace(_:part:mode:replace:syncer:_:)``.
-    enum HeldOutcome {
-        /// Written, synced and in place.
-        case inPlace
-        /// Not written (the errno): nothing is left of the part.
-        case notWritten(Int32)
-        /// Written and synced as the part, which stays: the move failed.
-        case notMoved(TransferError)
-    }
-
-    /// A small download's whole body, held in memory, written as the part (created, written,
-    /// synced, closed: ``PartFile/writeWholeNow(path:bytes:mode:)``) and moved into place as
-    /// ``moveIntoPlace(from:replace:syncer:_:)`` does, in one work item instead of two. The caller
-    /// has already recorded that the job is finalizing, with the body's digest and length, which
-    /// is how recovery tells a file this put in place from one that was there before
-    /// (``holdsFinishedDownload(_:size:sha256:)``).
-    func writeAndMoveIntoPlace(
-        _ bytes: [UInt8], part: String, mode: mode_t, replace: Bool, syncer: DirectorySyncer,
-        _ done: @escaping (HeldOutcome) -> Void
-    ) {
-        let path = self.path
-        let directory = self.directory
-        final class Written { var yes = false }
-        let written = Written()
-        WorkPool.run(
-            syncer.loop,
-            {
-                let e = PartFile.writeWholeNow(path: part, bytes: bytes, mode: mode)
-                if e != 0 { return e }
-                written.yes = true
-                return Self.move(part, to: path, in: directory, replace: replace, syncer: syncer)
-            }
-        ) { e in
-            guard written.yes else { return done(.notWritten(e)) }
-            if let error = Self.moveError(e, part: part, to: path, in: directory) { return done(.notMoved(error)) }
-            done(.inPlace)
-        }
-    }
-
     /// Whether `path` holds the download a crash interrupted between its rename and the row that
     /// records its end, for recovery of a job that was finalizing and whose part is gone. A file
     /// of another length is not it. A small one (up to ``DownloadTask/heldBodyLimit``) may have
@@ -197,7 +157,7 @@ struct Destination {
     }
 
     /// The error of ``move(_:to:in:replace:syncer:)``'s result, or nil when the file is in place.
-    private static func moveError(_ e: Int32, part: String, to path: String, in directory: String) -> TransferError? {
+    static func moveError(_ e: Int32, part: String, to path: String, in directory: String) -> TransferError? {
         switch e {
         case 0:
             return nil

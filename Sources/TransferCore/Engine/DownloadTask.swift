@@ -510,9 +510,8 @@ final class DownloadTask: TransferTask {
 
     /// The end of a download whose body is all held (hashed as it arrived): the digest is
     /// checked, the job recorded as finalizing with the body's digest and length, and once that
-    /// is committed one work item writes, syncs and moves the part into place
-    /// (``Destination/writeAndMoveIntoPlace(_:part:mode:replace:syncer:_:)``): one trip through the
-    /// pool, not two. Recovery knows such a file by its digest
+    /// is committed the part is written, synced and moved into place with the next batch of small
+    /// files (``SmallFileWriter``): one trip through the pool, shared. Recovery knows such a file by its digest
     /// (``Destination/holdsFinishedDownload(_:size:sha256:)``); the durable offset is recorded
     /// only once the bytes are synced (bytes before bookkeeping).
     private func finishHeld(path: String, dest: String, report: @escaping (AttemptOutcome) -> Void) {
@@ -531,10 +530,10 @@ final class DownloadTask: TransferTask {
             self.write(p)
             self.engine.afterCommit {
                 guard self.phase != .ended else { return }
-                Destination(path: dest).writeAndMoveIntoPlace(
-                    bytes, part: path, mode: self.engine.config.fileMode, replace: self.record.request.replace == true,
-                    syncer: self.engine.directorySyncer
-                ) { outcome in
+                let item = SmallFileWriter.Item(
+                    bytes: bytes, part: path, path: dest, mode: self.engine.config.fileMode,
+                    replace: self.record.request.replace == true)
+                self.engine.smallFileWriter.write(item) { outcome in
                     switch outcome {
                     case .inPlace:
                         report(.completed(sha256: digest))

@@ -73,6 +73,8 @@ public final class Engine: AttemptHost {
     let config: EngineConfig
     private(set) var checkpointer: Checkpointer
     let directorySyncer: DirectorySyncer
+    /// Small finished downloads put in place in batches (one syncfs and one directory fsync each).
+    let smallFileWriter: SmallFileWriter
     /// The daemon-wide bandwidth limits and their shared budgets.
     let bandwidth = BandwidthGovernor()
     private var lastScheduleCheck: UInt64 = 0
@@ -162,6 +164,7 @@ public final class Engine: AttemptHost {
         self.retryTimer = LoopTimer(loop: loop)
         self.hooks = HookRunner(loop: loop)
         self.directorySyncer = DirectorySyncer(loop: loop)
+        self.smallFileWriter = SmallFileWriter(loop: loop)
         // A placeholder until `self` can be captured; replaced on the next line.
         self.checkpointer = Checkpointer(interval: config.checkpointInterval) { _, _ in }
         self.checkpointer = Checkpointer(interval: config.checkpointInterval) { [unowned self] id, offset in

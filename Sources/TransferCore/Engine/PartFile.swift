@@ -41,25 +41,9 @@ public final class PartFile {
         self.loop = loop
     }
 
-    /// Creates `path` (cut to nothing) holding `bytes`, with `mode`, synced and closed, on the
-    /// calling thread (a pool thread: a small download's whole part, in the work item that also
-    /// moves it into place, ``Destination/writeAndMoveIntoPlace(_:part:mode:replace:syncer:_:)``).
-    /// Returns 0 or an errno; a file left half written by a failure is removed.
-    static func writeWholeNow(path: String, bytes: [UInt8], mode: mode_t) -> Int32 {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        if fd < 0 { return errno }
-        var e = bytes.withUnsafeBytes { buf in
-            buf.isEmpty ? 0 : Self.writeAll(fd, buf.baseAddress!, buf.count, at: 0)
-        }
-        if e == 0 { e = FileSync.syncNow(fd: fd, mode: mode) }
-        if Glibc.close(fd) != 0 && e == 0 { e = errno }
-        if e != 0 { unlink(path) }
-        return e
-    }
-
     /// Writes all of `count` bytes at `offset` of `fd` (`pwrite`, again after a short write or
     /// `EINTR`). Returns 0 or an errno.
-    private static func writeAll(_ fd: Int32, _ p: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int32 {
+    static func writeAll(_ fd: Int32, _ p: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int32 {
         var done = 0
         while done < count {
             let n = pwrite(fd, p + done, count - done, off_t(offset + Int64(done)))
