@@ -4,13 +4,20 @@ import Foundation
 
 /// libcurl's multi *socket* API driven by the daemon's libuv loop (the pattern of curl's
 /// `docs/examples/multi-uv.c`): a `uv_poll_t` per curl socket, a `uv_timer_t` for curl's timeout,
-/// and `curl_multi_info_read` drained after every `socket_action`. Loop-thread only.
+/// and `curl_multi_info_read` drained after every `socket_action`. A handle added is started
+/// within the same pass of the loop (``add(_:)``), not on curl's timer. Loop-thread only.
 public final class CurlMulti {
     /// The `CURLM*`.
     let multi: UnsafeMutableRawPointer
     private let loop: EventLoop
     private let timer: UnsafeMutablePointer<uv_timer_t>
-    private var inCallback = false
+    /// Starts handles added outside curl's events once the pass's other callbacks have run
+    /// (``add(_:)``); unarmed otherwise, so it never keeps the loop alive.
+    private var startAdded: LoopCheck!
+    /// Whether handles were added since curl last ran its timeouts.
+    private var startPending = false
+    /// Whether ``action(_:_:)`` is running (curl's events and the finished transfers they drained).
+    private var acting = false
     /// Stopped poll handles of sockets curl no longer watches, by descriptor: a connection back in
     /// curl's cache is removed after every transfer and added again by the next one on it, and
     /// reusing its handle saves a `uv_poll_init` (an ioctl and two epoll probes) and a close, six
@@ -60,12 +67,26 @@ public final class CurlMulti {
             Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue().setTimeout(timeoutMs)
             return 0
         }
+        startAdded = LoopCheck(loop: loop) { [unowned self] in
+            if self.startPending { self.action(CURL_SOCKET_TIMEOUT, 0) }
+        }
     }
 
     /// Adds an easy handle; the transfer starts on the loop. The caller keeps it alive until it
     /// is done (``CurlEasy/onDone``) or removed.
+    ///
+    /// It starts (its request is sent) before the loop next waits: at the end of the curl events
+    /// being handled when it was added (a finished transfer's slot going to the next job), else
+    /// once the pass's other callbacks have run. Never inside the caller, whose bookkeeping a
+    /// transfer failing at once would overtake; and not on curl's own timer, which is clamped to
+    /// 1 ms (INTEROP) and so made every small file wait a millisecond or two before its request.
     public func add(_ easy: CurlEasy) -> Bool {
-        curl_multi_add_handle(multi, easy.handle) == CURLM_OK
+        guard curl_multi_add_handle(multi, easy.handle) == CURLM_OK else { return false }
+        if !startPending {
+            startPending = true
+            if !acting { startAdded.arm() }
+        }
+        return true
     }
 
     /// Removes an easy handle (aborting it if running). Never call from inside a curl callback.
@@ -133,9 +154,20 @@ public final class CurlMulti {
     }
 
     private func action(_ fd: curl_socket_t, _ flags: Int32) {
+        let outer = !acting
+        acting = true
         var running: Int32 = 0
+        if fd == CURL_SOCKET_TIMEOUT { startPending = false }
         curl_multi_socket_action(multi, fd, flags, &running)
         drain()
+        guard outer else { return }
+        // Handles added meanwhile (the next jobs of the transfers that just ended): started now.
+        while startPending {
+            startPending = false
+            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+            drain()
+        }
+        acting = false
     }
 
     /// Reads finished transfers, removes each from the multi and calls its ``CurlEasy/onDone``
@@ -169,6 +201,7 @@ public final class CurlMulti {
         idle = [:]
         uv_timer_stop(timer)
         closeAndFree(timer)
+        startAdded.close()
     }
 
     private var closed = false
@@ -182,6 +215,4 @@ public final class CurlMulti {
         aft_multi_setopt_long(multi, CURLMOPT_PIPELINING, 2)  // CURLPIPE_MULTIPLEX (a macro)
     }
 
-    /// Kicks curl after handles were added outside a socket event (it also arms its timer itself).
-    public func kick() { action(CURL_SOCKET_TIMEOUT, 0) }
 }
