@@ -286,6 +286,7 @@ public final class Engine: AttemptHost {
         commitOrLog()
         endOfPass?.close()
         endOfPass = nil
+        smallFileWriter.close()
         multi.close()
     }
 
