@@ -286,7 +286,6 @@ public final class Engine: AttemptHost {
         commitOrLog()
         endOfPass?.close()
         endOfPass = nil
-        smallFileWriter.close()
         multi.close()
     }
 
