@@ -16,7 +16,7 @@ public final class CurlMulti {
     private var startAdded: LoopCheck!
     /// Whether handles were added since curl last ran its timeouts.
     private var startPending = false
-    /// Whether ``action(_:_:)`` is running (curl's events and the finished transfers they drained).
+    /// Whether ``action(_:_:)`` is running: a handle added then is started by its last round.
     private var acting = false
     /// Stopped poll handles of sockets curl no longer watches, by descriptor: a connection back in
     /// curl's cache is removed after every transfer and added again by the next one on it, and
@@ -153,21 +153,20 @@ public final class CurlMulti {
             }, UInt64(max(ms, 1)), 0)
     }
 
+    /// Hands curl one event, then starts the handles added meanwhile (the next jobs of the
+    /// transfers that just ended) until none is left. Called only from the loop's callbacks (a
+    /// poll, the timer, the check), never from inside curl or ``drain()``.
     private func action(_ fd: curl_socket_t, _ flags: Int32) {
-        let outer = !acting
         acting = true
+        defer { acting = false }
         var running: Int32 = 0
-        if fd == CURL_SOCKET_TIMEOUT { startPending = false }
-        curl_multi_socket_action(multi, fd, flags, &running)
-        drain()
-        guard outer else { return }
-        // Handles added meanwhile (the next jobs of the transfers that just ended): started now.
-        while startPending {
-            startPending = false
-            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+        var (fd, flags) = (fd, flags)
+        repeat {
+            if fd == CURL_SOCKET_TIMEOUT { startPending = false }
+            curl_multi_socket_action(multi, fd, flags, &running)
             drain()
-        }
-        acting = false
+            (fd, flags) = (CURL_SOCKET_TIMEOUT, 0)
+        } while startPending
     }
 
     /// Reads finished transfers, removes each from the multi and calls its ``CurlEasy/onDone``
