@@ -435,7 +435,23 @@ class Handler(socketserver.BaseRequestHandler):
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def send_head(self, status: int, headers: list[tuple[str, str]], close: bool = False) -> None:
+    def send_recorded(self, data: bytes, updates: dict) -> None:
+        """Sends ``data``, recording ``updates`` in this request's log entry *first*.
+
+        A client may read ``/_log`` (on another connection, served by another thread) the moment
+        the last byte arrives, before this thread runs again after ``sendall``; what those bytes
+        say must already be in the log then. If sending fails, the entry is put back."""
+        before = {name: self.entry.get(name) for name in updates} if self.entry is not None else {}
+        if self.entry is not None:
+            self.entry.update(updates)
+        try:
+            self.send(data)
+        except BaseException:
+            if self.entry is not None:
+                self.entry.update(before)
+            raise
+
+    def head_bytes(self, status: int, headers: list[tuple[str, str]], close: bool = False) -> bytes:
         lines = [f"HTTP/1.1 {status} {reason(status)}"]
         lines.append(f"Date: {http_date(time.time())}")
         lines.append("Server: faultserver")
@@ -443,21 +459,18 @@ class Handler(socketserver.BaseRequestHandler):
             lines.append(f"{name}: {clean_header_value(value)}")
         if close:
             lines.append("Connection: close")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
-        self.send(head)
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+    def send_head(self, status: int, headers: list[tuple[str, str]], close: bool = False) -> None:
+        self.send(self.head_bytes(status, headers, close=close))
 
     def simple(self, status: int, body: bytes = b"", headers=None, ctype="text/plain",
                close: bool = False, head_only: bool = False) -> bool:
         hs = [("Content-Type", ctype), ("Content-Length", str(len(body)))] + list(headers or [])
-        self.send_head(status, hs, close=close)
-        if body and not head_only:
-            self.send(body)
-        if self.entry is not None:
-            self.entry["status"] = status
-            self.entry["responseHeaders"] = dict(hs)
-            self.entry["sent"] = len(body) if not head_only else 0
-            self.entry["end"] = time.time()
-            self.entry["done"] = True
+        data = self.head_bytes(status, hs, close=close) + (body if not head_only else b"")
+        self.send_recorded(data, {"status": status, "responseHeaders": dict(hs),
+                                  "sent": len(body) if not head_only else 0, "end": time.time(),
+                                  "done": True})
         return not close
 
     def close_now(self, rst: bool = False) -> None:
@@ -719,12 +732,11 @@ class Handler(socketserver.BaseRequestHandler):
 
     def send_body(self, status, hs, chunks, length, close, head_only) -> bool:
         q = self.q
-        self.send_head(status, hs, close=close)
-        self.entry["status"] = status
-        self.entry["responseHeaders"] = dict(hs)
+        head = {"status": status, "responseHeaders": dict(hs)}
+        if head_only or length == 0:
+            head.update(end=time.time(), done=True)
+        self.send_recorded(self.head_bytes(status, hs, close=close), head)
         if head_only:
-            self.entry["end"] = time.time()
-            self.entry["done"] = True
             return not close
         drop = q.int("drop") if self.faulty else None
         stall = q.int("stall") if self.faulty else None
@@ -747,9 +759,11 @@ class Handler(socketserver.BaseRequestHandler):
                 if stall is not None and sent < stall:
                     take = min(take, stall - sent)
                 if take > 0:
-                    self.send(view[:take])
+                    updates = {"sent": sent + take}
+                    if sent + take == length and (stall is None or stall > length):
+                        updates.update(end=time.time(), done=True)  # the last bytes
+                    self.send_recorded(view[:take], updates)
                     sent += take
-                    self.entry["sent"] = sent
                     view = view[take:]
                 if drop is not None and sent >= drop:
                     self.entry["dropped"] = True
@@ -763,8 +777,9 @@ class Handler(socketserver.BaseRequestHandler):
                     STOP.wait(trickle)  # one byte every `trickle` seconds: slower than 1 byte/s
                 else:
                     self.pace(started, sent, bps)
-        self.entry["end"] = time.time()
-        self.entry["done"] = True
+        if not self.entry["done"]:
+            self.entry["end"] = time.time()
+            self.entry["done"] = True
         if close:
             try:
                 self.sock.shutdown(socket.SHUT_WR)

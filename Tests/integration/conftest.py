@@ -147,9 +147,9 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
         time.sleep(interval)
 
 
-def http_get(url: str, timeout: float = 10, headers: dict | None = None):
-    """(status, headers, body) of a GET, without raising on HTTP errors."""
-    req = urllib.request.Request(url, headers=headers or {})
+def http_get(url: str, timeout: float = 10, headers: dict | None = None, method: str = "GET"):
+    """(status, headers, body) of a GET (or ``method``), without raising on HTTP errors."""
+    req = urllib.request.Request(url, headers=headers or {}, method=method)
     try:
         with _URLOPEN.open(req, timeout=timeout) as resp:
             return resp.status, dict(resp.headers), resp.read()
@@ -583,16 +583,23 @@ class Nginx:
         return f"http://{host}:{self.port}/{urllib.parse.quote(name)}" + (
             "?" + urllib.parse.urlencode(q) if q else "")
 
-    def log(self, name: str | None = None) -> list[dict]:
-        """nginx's access log (JSON lines), optionally only the requests of ``/name``."""
+    def log(self, name: str | None = None, at_least: int = 0) -> list[dict]:
+        """nginx's access log (JSON lines), optionally only the requests of ``/name``.
+
+        nginx writes a request's line after its last byte has gone out, so a client that has its
+        whole answer can read the log before the line is there: ``at_least`` waits (up to 10 s)
+        for that many entries."""
         path = self.prefix / "access.log"
-        if not path.exists():
-            return []
-        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        if name is not None:
-            want = "/" + urllib.parse.quote(name)
-            entries = [e for e in entries if e["uri"].split("?")[0] == want]
-        return entries
+        deadline = time.monotonic() + 10
+        while True:
+            text = path.read_text() if path.exists() else ""
+            entries = [json.loads(line) for line in text.splitlines() if line.strip()]
+            if name is not None:
+                want = "/" + urllib.parse.quote(name)
+                entries = [e for e in entries if e["uri"].split("?")[0] == want]
+            if len(entries) >= at_least or time.monotonic() > deadline:
+                return entries
+            time.sleep(0.01)
 
     def stop(self) -> None:
         stop_process(self.proc)
