@@ -75,6 +75,26 @@ final class ProgressRendererTests: XCTestCase {
         XCTAssertEqual(harness.output.last, "12 completed  513.0 KiB  big.iso\n")
     }
 
+    func testThatTheLinesOfOneUpdateGoOutInOneWrite() {
+        let harness = Harness()
+        let renderer = harness.renderer(.lines)
+        var other = running
+        other.id = 13
+        var unchanged = running
+        unchanged.id = 14
+        renderer.update([unchanged])
+        XCTAssertEqual(harness.output.count, 1)
+        var done = running
+        done.state = .completed
+        renderer.update([done, other, unchanged])
+        XCTAssertEqual(harness.output.count, 2, "one write for the update's lines")
+        XCTAssertEqual(
+            harness.output.last,
+            "12 completed  512.0 KiB  big.iso\n13 running  50%  512.0 KiB/1.0 MiB  100.0 KiB/s  ETA 6s  big.iso\n")
+        renderer.update([done, other, unchanged])
+        XCTAssertEqual(harness.output.count, 2, "nothing changed: no write at all")
+    }
+
     func testThatBarsAreRedrawnInPlaceAndFinishOnAFreshLine() {
         let harness = Harness()
         let renderer = harness.renderer(.bars)

@@ -89,6 +89,9 @@ final class ProgressRenderer {
                 lastStates = Dictionary(uniqueKeysWithValues: jobs.map { ($0.id, Self.shown($0, gone)) })
             }
         case .lines:
+            // One write for the lines of an update: a write each was a system call a line, two
+            // for each of thousands of small files.
+            var text = ""
             for job in jobs {
                 let shown = Self.shown(job, gone)
                 let changed = lastStates[job.id] != shown
@@ -98,8 +101,10 @@ final class ProgressRenderer {
                 guard changed || moved else { continue }
                 if changed { lastStates[job.id] = shown }
                 lastLine[job.id] = (now, job.bytes)
-                write(Self.plainLine(job, gone: gone.contains(job.id)) + "\n")
+                text += Self.plainLine(job, gone: gone.contains(job.id))
+                text += "\n"
             }
+            if !text.isEmpty { write(text) }
         }
         lastDraw = now
     }
