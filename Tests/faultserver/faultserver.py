@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import signal
 import select
 import socket
@@ -118,12 +119,20 @@ class State:
 
     @staticmethod
     def peer_closed(sock) -> bool:
+        """Whether the client closed ``sock`` (end of file to a peek). Never blocks: it runs under
+        the lock every handler takes. Python waits up to a socket's timeout for readability before
+        a `recv`, so the peek goes through a non-blocking duplicate; on the socket itself it waited
+        whenever its own thread had read what `select` had seen, holding the lock, and the whole
+        server stood still until the client gave up (a test saw three downloads stall for 30 s)."""
         if sock is None:
             return True
         try:
-            # Python waits for readability first on a socket with a timeout: never block here.
             readable, _, _ = select.select([sock], [], [], 0)
-            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+            if not readable:
+                return False
+            with socket.socket(fileno=os.dup(sock.fileno())) as peek:
+                peek.settimeout(0.0)
+                return peek.recv(1, socket.MSG_PEEK) == b""
         except (BlockingIOError, InterruptedError):
             return False
         except (OSError, ValueError):

@@ -479,7 +479,7 @@ def test_a_job_keeps_its_slot_until_its_file_is_in_place(daemon, faultserver, ke
             if msg.get("method") != "transfer.state":
                 continue
             states[msg["params"]["id"]] = msg["params"]["state"]
-            assert msg["params"]["state"] in ("queued", "running", "completed"), msg["params"]
+            assert msg["params"]["state"] in ("queued", "running", "completed"), msg["params"]["error"]
             running = sum(s == "running" for s in states.values())
             assert running <= 3, sorted(states.items())
             most = max(most, running)

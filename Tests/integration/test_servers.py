@@ -11,7 +11,7 @@ import socket
 import time
 import urllib.parse
 
-from conftest import http_get, sha256_bytes
+from conftest import fsmod, http_get, sha256_bytes
 
 
 def raw_request(port: int, data: bytes, timeout: float = 10) -> bytes:
@@ -54,6 +54,24 @@ def test_the_fault_servers_log_holds_an_answer_once_the_client_has_it(faultserve
         last = faultserver.log(key)[-1]
         assert (last["status"], last["done"]) == (status, True), (i, last)
         assert last["sent"] == (1000 if kind == 1 else 0)
+
+
+def test_the_fault_servers_peek_at_other_connections_never_blocks(monkeypatch):
+    # The peek runs under the lock every handler takes. `select` can see a request that the
+    # connection's own thread reads before the peek: the peek must then say "open" at once, not
+    # wait for more bytes (the socket's timeout), which stood the whole server still.
+    a, b = socket.socketpair()
+    with a, b:
+        a.settimeout(5)
+        monkeypatch.setattr(fsmod.select, "select", lambda r, w, x, t: (r, [], []))  # "readable", yet empty
+        started = time.monotonic()
+        assert fsmod.State.peer_closed(a) is False
+        assert time.monotonic() - started < 1
+        b.sendall(b"GET")
+        assert fsmod.State.peer_closed(a) is False
+        assert a.recv(3) == b"GET", "the peek leaves the bytes for the handler"
+        b.close()
+        assert fsmod.State.peer_closed(a) is True
 
 
 def test_the_fault_server_honours_range_and_if_range(faultserver, key):
