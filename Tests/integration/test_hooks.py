@@ -341,6 +341,14 @@ def failed_then_completed_while_its_first_hook_runs(daemon_factory, faultserver,
     d.wait_state(id, "completed")
     wait_until(lambda: log.exists() and f"daemon {id} completed" in log.read_text().splitlines(), 10,
                "the second ending's hooks")
+    # The hook has written its line; it has finished only once the daemon has seen it exit and
+    # committed that (SPEC: a hook a crash interrupts runs again). The exit is logged, and the
+    # commit ends that loop pass: two requests answered after the line come after it. (Without
+    # this, a kill -9 right after the line ran the daemon's hook again, once in a CI run.)
+    wait_until(lambda: f"job={id} daemon's on-end hook exited" in d.log_text(), 10,
+               "the daemon to see the second ending's daemon hook exit")
+    d.job(id)
+    d.job(id)
     return d, id, log
 
 
