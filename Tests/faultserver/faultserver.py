@@ -450,14 +450,13 @@ class Handler(socketserver.BaseRequestHandler):
         A client may read ``/_log`` (on another connection, served by another thread) the moment
         the last byte arrives, before this thread runs again after ``sendall``; what those bytes
         say must already be in the log then. If sending fails, the entry is put back."""
-        before = {name: self.entry.get(name) for name in updates} if self.entry is not None else {}
-        if self.entry is not None:
-            self.entry.update(updates)
+        entry = self.entry if self.entry is not None else {}  # none before a request is logged
+        before = {name: entry.get(name) for name in updates}
+        entry.update(updates)
         try:
             self.send(data)
         except BaseException:
-            if self.entry is not None:
-                self.entry.update(before)
+            entry.update(before)
             raise
 
     def head_bytes(self, status: int, headers: list[tuple[str, str]], close: bool = False) -> bytes:
