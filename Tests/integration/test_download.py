@@ -273,6 +273,33 @@ def test_content_disposition_names_are_sanitized_and_never_leave_the_directory(d
     assert sorted(os.listdir(daemon.work)) == ["inbox"], "nothing may be written outside the directory"
 
 
+@pytest.mark.parametrize("size,slow", [(100_000, None), (100_000, 40_000), (400_000, None)],
+                         ids=["small", "small-slow", "large"])
+def test_a_body_named_after_an_existing_file_fails_shows_the_name_and_leaves_no_part(daemon, faultserver, key,
+                                                                                      size, slow):
+    # A name known only from the headers (Content-Disposition) that is already taken: SPEC
+    # `destination_exists`, the file untouched, nothing written beside it, and `destination` set
+    # (SPEC: null only until the name is known). A large body is refused at its headers; a small
+    # one is held in memory and the file looked for just before its part would be made; a slow
+    # small one (written to its part after about a second) is looked for at that moment.
+    target = daemon.work / "inbox"
+    target.mkdir()
+    (target / "taken.txt").write_bytes(b"precious")
+    id = daemon.download(faultserver.url("/dl/other.bin", size=size, seed=3, key=key, slow=slow,
+                                         cd='attachment; filename="taken.txt"'), "-d", target)
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "destination_exists" and job["error"]["retryable"] is False, job
+    assert job["destination"] == str(target / "taken.txt"), job
+    assert (target / "taken.txt").read_bytes() == b"precious"
+    assert sorted(os.listdir(target)) == ["taken.txt"], "no part may be left beside the existing file"
+    assert job["sha256"] is None, job
+    # Once the file is gone, `retry` fetches it under the recorded name.
+    (target / "taken.txt").unlink()
+    daemon.cli("retry", str(id), check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert sha256_file(target / "taken.txt") == faultserver.sha256(size, 3)
+
+
 def test_a_very_long_suggested_name_is_cut_to_255_bytes(daemon, faultserver, key):
     target = daemon.work / "inbox"
     target.mkdir()

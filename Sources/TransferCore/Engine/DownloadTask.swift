@@ -35,6 +35,10 @@ final class DownloadTask: TransferTask {
     private var keepBody = false
     /// A 416 told us the part is already whole.
     private var wholeAlready = false
+    /// The destination named at this response's headers was not looked for on disk there: the
+    /// body is announced small enough to be held, so the look is made off the loop, just before
+    /// the part is created (``SmallFileWriter``), or on the loop if the body goes to a part after all.
+    private var destinationUnchecked = false
     /// The offset of the last checkpoint asked for.
     private(set) var checkpointRequestedAt: Int64 = -1
 
@@ -298,16 +302,27 @@ final class DownloadTask: TransferTask {
         let dir = record.request.directory ?? FileManager.default.currentDirectoryPath
         let name = SuggestedFilename.suggest(contentDisposition: header("content-disposition"), url: record.url)
         let dest = Destination(path: Destination.path(of: name, in: dir))
-        if let err = dest.clash(
-            replace: record.request.replace == true, heldBy: engine.holder(of: dest.path, except: jobId))
-        {
+        // Another job's path is refused here; an existing file is looked for here only when the
+        // body will not be held: a held one is refused, with nothing written, just before its part
+        // would be created (the `stat` of a name that 16 pool threads are filling a directory
+        // with waited on the directory's lock, and on the loop; docs/benchmarks.md).
+        let replace = record.request.replace == true
+        if let holder = engine.holder(of: dest.path, except: jobId) {
+            // The path stays the other job's: this one records no destination.
+            abortError = dest.clash(replace: replace, heldBy: holder)
+            return false
+        }
+        // Recorded before a clash with a file is reported: SPEC's `destination` is null only
+        // until the name is known, and the job then shows which file is in the way.
+        var p = JobPatch()
+        p.destination = .some(dest.path)
+        write(p)
+        destinationUnchecked = !replace && bodyWillBeHeld
+        if !destinationUnchecked, let err = dest.clash(replace: replace, heldBy: nil) {
             abortError = err
             return false
         }
         do {
-            var p = JobPatch()
-            p.destination = .some(dest.path)
-            write(p)
             // A part already there is a stale one of another download: never spliced, cut to
             // nothing when the first byte creates ours (no look at it before).
             try useDestination(dest)
@@ -320,6 +335,15 @@ final class DownloadTask: TransferTask {
             abortError = TransferError(.io, "\(error)", retryable: false)
         }
         return false
+    }
+
+    /// Whether this response's body is announced small enough to be held in memory (a fresh
+    /// `200` of at most ``heldBodyLimit`` bytes, on one connection), as ``receive(_:)`` decides.
+    private var bodyWillBeHeld: Bool {
+        guard lastStatus == 200, offset == 0, plan == nil, primarySegment == nil,
+            let length = header("content-length").flatMap({ Int64($0) })
+        else { return false }
+        return length <= Self.heldBodyLimit
     }
 
     /// Throws away the part's bytes: the database first (durable 0), then the file.
@@ -494,6 +518,11 @@ final class DownloadTask: TransferTask {
     /// from here on the body goes to the part.
     private func writeHeldToPart() throws {
         guard let path = partPath else { return }
+        if destinationUnchecked, let dest = record.destination {
+            // Not looked for at the headers (``destinationUnchecked``): looked for before the part is made.
+            if let err = Destination(path: dest).clash(replace: false, heldBy: nil) { throw err }
+            destinationUnchecked = false
+        }
         let bytes = held ?? []
         held = nil
         let kept = hasher  // the held bytes are hashed already
@@ -544,6 +573,10 @@ final class DownloadTask: TransferTask {
                             .failed(
                                 self.missingDirectoryError(FileErrors.error(e, "cannot write \(path)"), part: path),
                                 retryAfter: nil))
+                    case .refused(let error):
+                        guard self.phase != .ended else { return }
+                        self.write(Self.notFinalizing)
+                        report(.failed(error, retryAfter: nil))
                     case .notMoved(let error):
                         guard self.phase != .ended else {
                             if self.discarded { unlink(path) }  // removed meanwhile: nothing may be left behind

@@ -4,7 +4,8 @@ import Foundation
 /// Puts small finished downloads in place in batches (group commit for files): the bodies held in
 /// memory (``DownloadTask/heldBodyLimit``) that finish while ``maximumRunning`` batches are on the
 /// pool wait for the next one, and a batch is one work item that
-/// 1. creates, writes and closes each part (``Item/part``) with the user's mode;
+/// 1. creates, writes and closes each part (``Item/part``) with the user's mode, unless its
+///    destination exists and may not be replaced (then the part is not touched);
 /// 2. makes them all durable at once: one `syncfs(2)` for the files of one file system (one
 ///    `fdatasync` for a file alone on its file system);
 /// 3. renames each into place (refused when the destination exists, unless `replace`);
@@ -42,6 +43,9 @@ final class SmallFileWriter {
         case inPlace
         /// Not written (the errno): nothing is left of the part.
         case notWritten(Int32)
+        /// Not written because the destination exists and may not be replaced: the part was not
+        /// touched.
+        case refused(TransferError)
         /// Written and synced as the part, which stays: the move failed.
         case notMoved(TransferError)
     }
@@ -123,6 +127,12 @@ final class SmallFileWriter {
         // 1. Each part created (cut to nothing: a stale part of another download is never
         // spliced), written and given the user's mode.
         for (i, item) in items.enumerated() {
+            // The rename below refuses an existing destination too; looked for first, a clash
+            // leaves no part behind.
+            if let clash = Destination(path: item.path).clash(replace: item.replace, heldBy: nil) {
+                outcomes[i] = .refused(clash)
+                continue
+            }
             let fd = open(item.part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, item.mode)
             guard fd >= 0 else {
                 outcomes[i] = .notWritten(errno)
