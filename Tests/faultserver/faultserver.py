@@ -638,6 +638,11 @@ class Handler(socketserver.BaseRequestHandler):
                 redirect = f"http://{host}{self.target}"
             return code, [("Location", redirect)], b"redirect\n"
         status = q.int("status")
+        if status is None and self.method == "GET" and self.faulty:
+            # A range that starts past byte 0: a segmented download's further connections.
+            rng = (self.headers.get("range") or "").strip()
+            if rng.startswith("bytes=") and rng[6:7].isdigit() and not rng[6:].startswith("0-"):
+                status = q.int("rangestatus")
         if status is not None and self.faulty:
             hs = []
             ra = q.str("retryafter")

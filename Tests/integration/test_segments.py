@@ -121,6 +121,51 @@ def test_no_connection_idles_while_another_range_has_more_than_1_mib_left(daemon
     assert sha256_file(dest) == faultserver.sha256(size, 5)
 
 
+def test_a_range_answered_503_waits_out_its_retry_after_while_the_others_go_on(daemon, faultserver, key):
+    # SPEC "Retries": Retry-After on 429/503 is honoured as a minimum. The first further range
+    # request gets 503 with Retry-After: 3; no range request may follow it before 3 s, and the
+    # download still completes, byte for byte.
+    size = 8 * MiB
+    url = faultserver.url(size=size, seed=7, key=key, slow=1 * MiB, rangestatus=503, retryafter=3, times=2)
+    dest = daemon.work / "ra.bin"
+    id = daemon.download(url, "-x", "4", "-o", dest)
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, 7)
+    log = faultserver.log(key)
+    [refused] = [e for e in log if e["status"] == 503]
+    later = [e for e in log if e["n"] > refused["n"] and e["range"] and e["range"] != "bytes=0-"
+             and e["time"] > refused["time"] + 0.3]
+    assert later, log  # the refused range was asked for again
+    assert all(e["time"] >= refused["time"] + 3 - 0.05 for e in later), \
+        [(e["n"], e["range"], round(e["time"] - refused["time"], 2)) for e in later]
+
+
+def test_with_retries_0_a_failing_range_is_never_asked_for_again(daemon, faultserver, key):
+    # SPEC: --retries 0 means at most one attempt; a range answered 503 is not repeated (it was
+    # asked for again and again within the attempt, ignoring Retry-After).
+    size = 8 * MiB
+    url = faultserver.url(size=size, key=key, slow=2 * MiB, rangestatus=503, retryafter=10)
+    id = daemon.download(url, "-x", "4", "--retries", "0", "-o", daemon.work / "r0.bin")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "http_status" and job["attempts"] == 1, job
+    log = faultserver.log(key)
+    ranges = [e["range"] for e in log if e["range"] != "bytes=0-"]
+    assert len(ranges) == len(set(ranges)), f"a range was asked for twice: {ranges}"
+    assert len(log) <= 4, [(e["range"], e["status"]) for e in log]
+
+
+def test_a_range_answered_404_ends_the_attempt_instead_of_asking_again(daemon, faultserver, key):
+    # A status that is not retryable (SPEC: other statuses are not) fails the job at once.
+    size = 8 * MiB
+    url = faultserver.url(size=size, key=key, slow=2 * MiB, rangestatus=404)
+    id = daemon.download(url, "-x", "4", "-o", daemon.work / "r404.bin")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "http_status" and job["error"]["retryable"] is False, job
+    assert job["attempts"] == 1, job
+    ranges = [e["range"] for e in faultserver.log(key) if e["range"] != "bytes=0-"]
+    assert len(ranges) == len(set(ranges)), f"a range was asked for twice: {ranges}"
+
+
 def test_content_that_changes_between_ranged_requests_is_never_spliced(daemon, faultserver, key):
     size = 8 * MiB
     # From the 2nd request on the server has a new version, and ignores If-Range: the ranges

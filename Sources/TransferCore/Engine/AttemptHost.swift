@@ -30,6 +30,8 @@ protocol AttemptHost: AnyObject {
     func recordHistory(_ task: TransferTask)
     /// Keeps the open attempt's history entry at the job's durable bytes (after a checkpoint).
     func recordAttemptBytes(_ id: Int64, _ durable: Int64)
+    /// A jitter sample in -1...1 for a retry delay (a failed range waits one out).
+    func retryJitter() -> Double
     /// The attempt ended (called once, unless the engine stopped it first).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome)
 }

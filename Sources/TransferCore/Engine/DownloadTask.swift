@@ -60,6 +60,11 @@ final class DownloadTask: TransferTask {
     /// Failed further connections, and the last one's error.
     private var connectionFailures = 0
     private var lastConnectionError: TransferError?
+    /// The `Retry-After` (seconds) of the last failed range request, if it had one.
+    private var lastConnectionRetryAfter: Double?
+    /// After a range request failed: no range request starts before this time (the loop's
+    /// milliseconds), see ``rangeFailed(_:retryAfter:)``.
+    private var rangesHeldUntil: UInt64?
     /// A `200` to a range or a changed validator: stop all, start over from byte 0 on one.
     private var fallbackRequested = false
     /// After a fallback: one connection for the rest of the attempt.
@@ -691,8 +696,8 @@ final class DownloadTask: TransferTask {
 
     // MARK: - Segments
 
-    /// Failed further connections an attempt tolerates (each also lowers the connections
-    /// wanted by one: a server may refuse more than a few).
+    /// Failed range requests an attempt tolerates at most (each also lowers the connections
+    /// wanted by one: a server may refuse more than a few); the job's retries left bound it too.
     static let maxConnectionFailures = 8
 
     /// The first response (`206` to `bytes=0-`) allows segments: split the file and start the
@@ -822,12 +827,23 @@ final class DownloadTask: TransferTask {
             finishAttempt()
             return
         }
-        if connectionFailures > Self.maxConnectionFailures {
-            complete(failure: lastConnectionError ?? TransferError(.network, "ranges kept failing", retryable: true))
-            return
-        }
         var busy = Set(connections.map(\.start))
         if let s = primarySegment { busy.insert(s) }
+        if let until = rangesHeldUntil {
+            let now = engine.loop.nowMillis
+            if now < until {
+                if busy.isEmpty {
+                    // Nothing else at work: the job waits (SPEC's backoff and `Retry-After`,
+                    // `waiting` with `nextRetryAt`) and the next attempt resumes every range.
+                    endForRanges()
+                    return
+                }
+                if pumpTimer == nil { pumpTimer = LoopTimer(loop: engine.loop) }
+                pumpTimer?.start(after: until - now) { [weak self] in self?.pump() }
+                return
+            }
+            rangesHeldUntil = nil
+        }
         // No more than `--max-per-host` to the host, all jobs together (one always, so that the
         // download goes on; libcurl queues it until a connection is free).
         // Over HTTP/2 the ranges are streams of one connection (libcurl multiplexes them).
@@ -928,12 +944,41 @@ final class DownloadTask: TransferTask {
         }
         let complete = plan?.segment(c.start)?.isComplete ?? true
         if !c.reachedEnd && !complete && !fallbackRequested {
-            connectionFailures += 1
-            lastConnectionError = c.failure ?? error
-            wantConnections = max(1, wantConnections - 1)
-            Log.info("a range connection failed: \((c.failure ?? error)?.message ?? "ended early")", job: jobId)
+            let failure = c.failure ?? error ?? TransferError(.network, "a range ended early", retryable: true)
+            if !rangeFailed(failure, retryAfter: c.retryAfter) { return }
         }
         schedulePump()
+    }
+
+    /// A range request failed (a further connection's, or this task's own while it fetched a
+    /// range). The attempt ends (false) when the error is not retryable, or when the job's retries
+    /// left (`--retries`, SPEC: 0 never repeats a request), at most ``maxConnectionFailures``,
+    /// do not cover another request. Otherwise the other connections go on, one fewer is wanted,
+    /// and no range request starts before the retry policy's backoff for this attempt's n-th
+    /// failure, or the server's `Retry-After` if longer (``pump()``).
+    private func rangeFailed(_ failure: TransferError, retryAfter: Double?) -> Bool {
+        connectionFailures += 1
+        lastConnectionError = failure
+        lastConnectionRetryAfter = retryAfter
+        wantConnections = max(1, wantConnections - 1)
+        Log.info("a range request failed: \(failure.message)", job: jobId)
+        let policy = RetryPolicy(retryLimit: record.request.retries ?? RetryPolicy.defaultRetryLimit)
+        let budget = min(Self.maxConnectionFailures, max(0, policy.retryLimit - record.retriesUsed))
+        guard failure.retryable, connectionFailures <= budget else {
+            endForRanges()
+            return false
+        }
+        let wait = policy.delay(forRetry: connectionFailures, retryAfter: retryAfter, jitter: engine.retryJitter())
+        let until = engine.loop.nowMillis + UInt64(max(0, wait) * 1000)
+        rangesHeldUntil = max(rangesHeldUntil ?? 0, until)
+        return true
+    }
+
+    /// Ends the attempt with the last failed range request's error and `Retry-After`.
+    private func endForRanges() {
+        complete(
+            failure: lastConnectionError ?? TransferError(.network, "ranges kept failing", retryable: true),
+            retryAfter: lastConnectionRetryAfter)
     }
 
     /// This task's own request ended: while segmented, it was one connection among several.
@@ -947,11 +992,15 @@ final class DownloadTask: TransferTask {
         let start = primarySegment
         primarySegment = nil
         let done = start.flatMap { plan?.segment($0)?.isComplete } ?? true
-        if !primaryReachedEnd && !done {
-            connectionFailures += 1
-            lastConnectionError = error
-        }
+        let failed = !primaryReachedEnd && !done
         primaryReachedEnd = false
+        if failed {
+            let failure = error ?? TransferError(.network, "a range ended early", retryable: true)
+            let retryAfter =
+                (status == 429 || status == 503)
+                ? header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) } : nil
+            if !rangeFailed(failure, retryAfter: retryAfter) { return true }
+        }
         schedulePump()
         return true
     }

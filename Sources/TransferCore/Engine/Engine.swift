@@ -429,10 +429,15 @@ public final class Engine: AttemptHost {
         return result
     }
 
+    /// A jitter sample in -1...1 for a retry delay (``jitter`` when a test set it).
+    func retryJitter() -> Double {
+        jitter?() ?? jitterSource.sample()
+    }
+
     /// What ``JobMachine`` makes of `event` for a job with `facts`, now. No change is made.
     private func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
         let ctx = MachineContext(
-            now: clock.wall(), isReachable: isReachable, jitter: jitter?() ?? jitterSource.sample(),
+            now: clock.wall(), isReachable: isReachable, jitter: retryJitter(),
             attemptFinishing: tasks[id]?.phase == .finishing, daemonHook: config.onEnd != nil)
         return JobMachine.transition(event, facts, ctx)
     }

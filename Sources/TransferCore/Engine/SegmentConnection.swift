@@ -23,6 +23,7 @@ final class SegmentConnection {
     private(set) var contentRange: String?
     private(set) var etag: String?
     private(set) var lastModified: String?
+    private(set) var retryAfterValue: String?
 
     /// Creates the connection (not yet added to the multi).
     init(start: Int64, easy: CurlEasy) {
@@ -39,14 +40,22 @@ final class SegmentConnection {
             contentRange = nil
             etag = nil
             lastModified = nil
+            retryAfterValue = nil
         case .end:
             if let s = status, s >= 200 { return complete() }
         case .field("content-range", let value): contentRange = value
         case .field("etag", let value): etag = value
         case .field("last-modified", let value): lastModified = value
+        case .field("retry-after", let value): retryAfterValue = value
         case .field, .other: break
         }
         return true
+    }
+
+    /// Seconds the server asked to wait (`Retry-After` of a 429 or 503, SPEC "Retries"), if any.
+    var retryAfter: Double? {
+        guard status == 429 || status == 503 else { return nil }
+        return retryAfterValue.flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
     }
 
     /// The start and total of `Content-Range: bytes A-B/T`.

@@ -305,13 +305,15 @@ class TransferTask {
         engine.recordHistory(self)
     }
 
-    /// Ends the attempt with an error.
-    func complete(failure: TransferError) {
+    /// Ends the attempt with an error; `retryAfter` is the server's wait in seconds when another
+    /// response than this task's last one asked for it (a range's), else that response's own.
+    func complete(failure: TransferError, retryAfter given: Double? = nil) {
         guard phase != .ended else { return }
         // SPEC: Retry-After is honoured (as a minimum) on 429 and 503.
         let retryAfter =
-            (status == 429 || status == 503)
-            ? header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) } : nil
+            given
+            ?? ((status == 429 || status == 503)
+                ? header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) } : nil)
         if phase == .transferring, let e = easy { engine.multi.remove(e) }
         phase = .finishing
         failed(failure) { self.report(.failed(failure, retryAfter: retryAfter)) }
