@@ -40,6 +40,22 @@ def test_commands_exit_3_when_no_daemon_answers_and_autostart_is_off(daemon_fact
     assert not d.home.exists() or not d.socket.exists(), "--no-autostart must not start a daemon"
 
 
+@pytest.mark.parametrize("flag", ["--home", "--socket"])
+def test_an_empty_home_or_socket_is_refused_not_read_as_the_default(daemon_factory, flag):
+    # `--home "$UNSET"` must not reach (or start) the daemon of the default home.
+    d = daemon_factory(start=False)
+    default_home = d.work / "default-home"
+    r = d.cli("list", flag, "", home=False, env={"AFTRANSFER_HOME": str(default_home)})
+    assert r.rc == 2 and f"{flag} cannot be empty" in r.err, r
+    assert not default_home.exists(), "nothing may be started in the default home"
+
+
+def test_an_empty_download_directory_is_refused(daemon, faultserver, key):
+    r = daemon.cli("download", faultserver.url(size=10, key=key), "-d", "")
+    assert r.rc == 2 and "-d cannot be empty" in r.err, r
+    assert daemon.cli("list", "--json", check=0).out.strip() == "[]"
+
+
 def test_a_command_starts_the_daemon_when_none_answers(daemon_factory):
     d = daemon_factory(start=False)
     r = d.cli("list", "--json", autostart=True, timeout=20)
@@ -214,9 +230,11 @@ def test_control_commands_refuse_where_they_do_not_apply_and_name_the_job_and_it
         r = daemon.cli(command, id)
         assert r.rc == 2, r
         assert str(id) in r.err and "completed" in r.err, f"{command}: the refusal must name the job and state: {r.err!r}"
+        # Once: "cannot pause job 1: it is completed", not the job and state twice over.
+        assert r.err.count(f"job {id}") == 1 and r.err.count("completed") == 1, r.err
         assert daemon.job(id)["state"] == "completed"
     r = daemon.cli("pause", "777777")
-    assert r.rc == 2 and "777777" in r.err, r
+    assert r.rc == 2 and r.err.strip() == "aftransfer: cannot pause job 777777: no such job", r
 
 
 def test_several_ids_act_on_each_one_they_can_and_exit_2_if_any_was_refused(daemon, faultserver, key):

@@ -338,6 +338,18 @@ def test_a_list_file_queues_one_job_a_line_and_names_files_after_a_tab(daemon, f
     assert sha256_file(target / "named.bin") == faultserver.sha256(200, 2)
 
 
+def test_a_list_line_with_a_second_tab_is_refused(daemon, faultserver, key):
+    # URL<TAB>FILE: a second TAB would end up inside the file's name.
+    target = daemon.work / "many"
+    target.mkdir()
+    lst = daemon.work / "urls.txt"
+    lst.write_text(f"{faultserver.url('/l/one.bin', size=100, key=key)}\tok.bin\n"
+                   f"{faultserver.url('/l/two.bin', size=100, key=key)}\tx\ty\n")
+    r = daemon.cli("download", "-i", lst, "-d", target)
+    assert r.rc == 2 and "urls.txt line 2: more than one TAB" in r.err, r
+    assert daemon.cli("list", "--json", check=0).out.strip() == "[]" and os.listdir(target) == []
+
+
 def test_a_bad_line_in_a_list_refuses_the_whole_list(daemon, faultserver, key):
     target = daemon.work / "many"
     target.mkdir()

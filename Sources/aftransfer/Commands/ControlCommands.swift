@@ -19,8 +19,15 @@ enum ControlCommands {
                 "job \(job.id): " + (method == RPCMethod.transferRemove.rawValue ? "removed" : job.state.rawValue))
         }
         for refusal in result.refused {
-            let what = refusal.state.map { "job \(refusal.id) (\($0.rawValue))" } ?? "job \(refusal.id) (no such job)"
-            Console.error("cannot \(verb) \(what): \(refusal.message)")
+            // Each line names the job and its state once: the daemon's own sentence when it is one
+            // ("cannot pause job 1: it is completed"), else this one around its reason.
+            if let state = refusal.state {
+                Console.error(
+                    refusal.message.hasPrefix("cannot ")
+                        ? refusal.message : "cannot \(verb) job \(refusal.id) (\(state.rawValue)): \(refusal.message)")
+            } else {
+                Console.error("cannot \(verb) job \(refusal.id): no such job")
+            }
         }
         if !result.refused.isEmpty { throw CLIFailure(CLIFailure.usage) }
     }

@@ -58,6 +58,7 @@ struct DownloadCommand: ParsableCommand {
             throw ValidationError("--connections must be between \(range.lowerBound) and \(range.upperBound).")
         }
         if output != nil, directory != nil { throw ValidationError("-o and -d cannot be used together.") }
+        if directory?.isEmpty == true { throw ValidationError("-d cannot be empty (use -d . for the working directory).") }
         if inputFile != nil {
             if output != nil {
                 throw ValidationError("-o cannot be used with -i; name files in the list with URL<TAB>FILE.")
@@ -74,6 +75,10 @@ struct DownloadCommand: ParsableCommand {
         if let inputFile {
             let list = try ListFile.read(inputFile)
             let origin = inputFile == "-" ? "stdin" : inputFile
+            if let entry = list.entries.first(where: { $0.file?.unicodeScalars.contains("\t") == true }) {
+                // URL<TAB>FILE: a second TAB would be part of the file's name.
+                throw CLIFailure.usage("\(origin) line \(entry.line): more than one TAB (write URL<TAB>FILE)")
+            }
             if let clash = ListFile.firstClash(in: list.entries, directory: directory) {
                 throw CLIFailure.usage("\(origin) line \(clash.entry.line): \(clash.reason)")
             }

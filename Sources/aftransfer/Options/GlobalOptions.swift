@@ -18,6 +18,13 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Do not start aftransferd when no daemon answers; exit 3 instead.")
     var noAutostart = false
 
+    /// An empty `--home` or `--socket` (an unset variable in a script) is refused rather than read
+    /// as absent: it would reach the default home's daemon and queue, or start one there.
+    func validate() throws {
+        if home?.isEmpty == true { throw ValidationError("--home cannot be empty.") }
+        if socket?.isEmpty == true { throw ValidationError("--socket cannot be empty.") }
+    }
+
     /// The home and socket from the flags, then the environment, then the defaults.
     var paths: Paths { Paths.resolve(home: home, socket: socket) }
 
