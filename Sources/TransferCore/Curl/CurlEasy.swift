@@ -84,10 +84,18 @@ public final class CurlEasy {
                 switch onBody(UnsafeRawBufferPointer(start: ptr, count: size * n)) {
                 case .accept: return size * n
                 case .pause: return Int(CURL_WRITEFUNC_PAUSE)
-                case .abort: return 0
+                case .abort:
+                    easy.endedByCallback = true
+                    return 0
                 }
             })
     }
+
+    /// Whether the handle is in ``CurlMulti``'s multi (added, not yet finished or removed).
+    var isInMulti = false
+
+    /// Whether a body callback asked to end the transfer since the last ``unpause()``.
+    private(set) var endedByCallback = false
 
     /// The easy handle behind a `CURL*` that ``CurlMulti`` reports, from `CURLOPT_PRIVATE`.
     static func owner(of handle: UnsafeMutableRawPointer) -> CurlEasy? {
@@ -197,8 +205,14 @@ public final class CurlEasy {
         }
     }
 
-    /// Resumes a transfer that a callback paused. Never call from inside a curl callback.
-    public func unpause() { curl_easy_pause(handle, CURLPAUSE_CONT) }
+    /// Resumes a transfer that a callback paused (through ``CurlMulti/unpause(_:)``, which sees
+    /// to a transfer that a callback ends inside this call). Never call from inside a curl callback.
+    /// - Returns: libcurl's result, and whether a body callback run inside the call ended the transfer.
+    func unpause() -> (code: CURLcode, ended: Bool) {
+        endedByCallback = false
+        let code = curl_easy_pause(handle, CURLPAUSE_CONT)
+        return (code, endedByCallback)
+    }
 
     private func set(_ option: CURLoption, _ value: Int) {
         if aft_easy_setopt_long(handle, option, value) != CURLE_OK { failed.append("\(option.rawValue)") }

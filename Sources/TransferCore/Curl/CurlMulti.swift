@@ -82,6 +82,7 @@ public final class CurlMulti {
     /// 1 ms (INTEROP) and so made every small file wait a millisecond or two before its request.
     public func add(_ easy: CurlEasy) -> Bool {
         guard curl_multi_add_handle(multi, easy.handle) == CURLM_OK else { return false }
+        easy.isInMulti = true
         if !startPending {
             startPending = true
             if !acting { startAdded.arm() }
@@ -92,6 +93,20 @@ public final class CurlMulti {
     /// Removes an easy handle (aborting it if running). Never call from inside a curl callback.
     public func remove(_ easy: CurlEasy) {
         curl_multi_remove_handle(multi, easy.handle)
+        easy.isInMulti = false
+    }
+
+    /// Resumes a transfer that its body callback paused. libcurl hands the bytes it held to the
+    /// callback inside `curl_easy_pause`; when the callback ends the transfer there (a range that
+    /// reached its end, a write that failed), libcurl 7.88 drops that end: the transfer is neither
+    /// finished nor polled again, and sat until a stall timer found it. It is finished here as
+    /// ``drain()`` finishes one: taken out of the multi, its ``CurlEasy/onDone`` called with the
+    /// error. Never call from inside a curl callback.
+    public func unpause(_ easy: CurlEasy) {
+        guard easy.isInMulti else { return }
+        let (code, ended) = easy.unpause()
+        guard ended || code != CURLE_OK else { return }
+        finish(easy.handle, code == CURLE_OK ? CURLE_WRITE_ERROR : code)
     }
 
     // MARK: - curl → libuv
@@ -179,14 +194,18 @@ public final class CurlMulti {
                 finished.append((easy, aft_msg_result(msg)))
             }
         }
-        for (handle, code) in finished {
-            curl_multi_remove_handle(multi, handle)
-            guard let easy = CurlEasy.owner(of: handle) else { continue }
-            let error =
-                code == CURLE_OK
-                ? nil : CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: easy.message(for: code))
-            withExtendedLifetime(easy) { easy.onDone?(error) }
-        }
+        for (handle, code) in finished { finish(handle, code) }
+    }
+
+    /// Takes a finished transfer out of the multi and calls its ``CurlEasy/onDone``.
+    private func finish(_ handle: UnsafeMutableRawPointer, _ code: CURLcode) {
+        curl_multi_remove_handle(multi, handle)
+        guard let easy = CurlEasy.owner(of: handle) else { return }
+        easy.isInMulti = false
+        let error =
+            code == CURLE_OK
+            ? nil : CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: easy.message(for: code))
+        withExtendedLifetime(easy) { easy.onDone?(error) }
     }
 
     /// Closes the multi (after every easy handle was removed): libcurl closes its cached

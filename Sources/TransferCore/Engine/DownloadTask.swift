@@ -1039,7 +1039,7 @@ final class DownloadTask: TransferTask {
 
     override func resumePaced() {
         super.resumePaced()
-        for c in connections where c.isActive { c.easy.unpause() }
+        for c in connections where c.isActive { engine.multi.unpause(c.easy) }
     }
 
     override var openConnections: Int {

@@ -381,7 +381,9 @@ class TransferTask {
     }
 
     /// Resumes what ``pace(_:)`` paused (a segmented download resumes each of its connections).
-    func resumePaced() { easy?.unpause() }
+    func resumePaced() {
+        if let easy { engine.multi.unpause(easy) }
+    }
 
     /// Counts progress (call from body callbacks).
     func progressed(to newBytes: Int64) {
