@@ -81,14 +81,64 @@ final class BandwidthScheduleTests: XCTestCase {
         b.setRate(1_000_000, now: 0)
         var passed = 0
         // Three takers of 64 KiB chunks over 10 simulated seconds, 1 ms steps.
+        let objects = (0..<3).map { _ in NSObject() }  // kept alive: distinct identifiers
+        let takers = objects.map(ObjectIdentifier.init)
         for ms in stride(from: UInt64(0), to: 10_000, by: 1) {
-            for _ in 0..<3 where b.delay(now: ms) == 0 {
+            for t in takers where b.delay(now: ms, for: t) == 0 {
                 b.take(65_536)
                 passed += 65_536
             }
         }
         XCTAssertEqual(Double(passed), 10_000_000, accuracy: 300_000)
         b.setRate(nil, now: 10_000)
-        XCTAssertEqual(b.delay(now: 10_000), 0)
+        XCTAssertEqual(b.delay(now: 10_000, for: takers[0]), 0)
+        withExtendedLifetime(objects) {}
+    }
+
+    /// A taker that always asks first (a segmented download whose timer fires first) no longer
+    /// takes every byte: once refused, the one waiting longest goes next.
+    func testThatTakersRefusedTakeTurns() {
+        let b = ByteBudget()
+        b.setRate(1_000_000, now: 0)
+        let objects = [NSObject(), NSObject()]  // kept alive: distinct identifiers
+        let greedy = ObjectIdentifier(objects[0])
+        let other = ObjectIdentifier(objects[1])
+        var got: [ObjectIdentifier: Int] = [greedy: 0, other: 0]
+        var due: [ObjectIdentifier: UInt64] = [greedy: 0, other: 0]
+        for ms in stride(from: UInt64(0), to: 10_000, by: 1) {
+            // The greedy one asks first whenever both are due, and asks again at once after a take.
+            for t in [greedy, other] where due[t]! <= ms {
+                var wait = b.delay(now: ms, for: t)
+                while wait == 0 {
+                    b.take(16_384)
+                    got[t]! += 16_384
+                    wait = b.delay(now: ms, for: t)
+                }
+                due[t] = ms + wait
+            }
+        }
+        let share = Double(got[other]!) / Double(got[greedy]! + got[other]!)
+        XCTAssertEqual(share, 0.5, accuracy: 0.1, "\(got)")
+        XCTAssertEqual(Double(got[greedy]! + got[other]!), 10_000_000, accuracy: 300_000)
+        withExtendedLifetime(objects) {}
+    }
+
+    /// A waiter that went away without a word does not hold the others back for long.
+    func testThatAWaiterThatNeverComesBackIsForgotten() {
+        let b = ByteBudget()
+        b.setRate(1_000_000, now: 0)
+        let objects = [NSObject(), NSObject()]  // kept alive: distinct identifiers
+        let gone = ObjectIdentifier(objects[0])
+        let other = ObjectIdentifier(objects[1])
+        b.take(100_000)  // in debt
+        XCTAssertGreaterThan(b.delay(now: 0, for: gone), 0)
+        XCTAssertGreaterThan(b.delay(now: 1, for: other), 0)
+        // Out of debt at 100 ms: `gone` was due then and never asks; `other` gets its turn by
+        // 100 ms + the grace.
+        var ms: UInt64 = 101
+        while b.delay(now: ms, for: other) != 0 { ms += 1 }
+        XCTAssertLessThanOrEqual(ms, 100 + ByteBudget.waiterGrace + 2)
+        b.forget(other)
+        withExtendedLifetime(objects) {}
     }
 }

@@ -95,3 +95,41 @@ def test_a_limit_set_while_a_segmented_download_runs_slows_it_at_once(daemon, ng
     daemon.cli("limit", "--download", "off", check=0)
     daemon.wait_state(id, "completed", timeout=30)
     assert sha256_file(dest) == digest
+
+
+def test_a_segmented_download_under_a_limit_completes_once_its_bytes_are_in(daemon, nginx):
+    # Connections paused by the budget at the very end stayed open and paused: the job sat at
+    # 100 % until the stall window (30 s) ended the attempt, spending a retry.
+    daemon.cli("limit", "--download", "4M", check=0)
+    size = 8 * MiB
+    digest = nginx.make_file("bw/seg-end.bin", size)
+    dest = daemon.work / "seg-end.bin"
+    t0 = time.monotonic()
+    id = daemon.download(nginx.url("bw/seg-end.bin"), "-x", "4", "-o", dest)
+    job = daemon.wait_state(id, "completed", timeout=40)
+    took = time.monotonic() - t0
+    assert sha256_file(dest) == digest
+    assert job["attempts"] == 1 and [h["error"] for h in job["history"]] == [None], job["history"]
+    assert took <= 8, f"8 MiB at 4 MiB/s took {took:.1f} s"
+
+
+def test_a_segmented_download_does_not_starve_another_job_of_the_shared_budget(daemon, nginx):
+    # README: all running transfers of a direction share one byte budget. A download over four
+    # connections took all of it; a one-connection job beside it got nothing.
+    daemon.cli("limit", "--download", "1M", check=0)
+    size = 20 * MiB
+    nginx.make_file("bw/share-seg.bin", size)
+    nginx.make_file("bw/share-one.bin", size)
+    seg = daemon.download(nginx.url("bw/share-seg.bin"), "-x", "4", "-o", daemon.work / "seg.bin")
+    one = daemon.download(nginx.url("bw/share-one.bin"), "-o", daemon.work / "one.bin")
+    wait_until(lambda: daemon.job(seg)["connections"] >= 2, 20, "the segmented job to open its ranges")
+    time.sleep(1)
+    b0 = {i: daemon.job(i)["bytes"] for i in (seg, one)}
+    time.sleep(3)
+    got = {i: daemon.job(i)["bytes"] - b0[i] for i in (seg, one)}
+    assert got[one] >= 0.25 * 3 * MiB, f"the one-connection job got {got[one] / MiB:.2f} MiB in 3 s ({got})"
+    assert got[seg] >= 0.25 * 3 * MiB, f"the segmented job got {got[seg] / MiB:.2f} MiB in 3 s ({got})"
+    assert got[seg] + got[one] <= 1.25 * 3 * MiB, got
+    daemon.cli("limit", "--download", "off", check=0)
+    for i in (seg, one):
+        daemon.wait_state(i, "completed", timeout=30)

@@ -47,8 +47,25 @@ final class BandwidthGovernor {
 
 /// A byte budget shared by several transfers: tokens grow at `rate` per second up to a small
 /// burst; a transfer may take bytes while the budget is not in debt (a callback's bytes may take
-/// it below zero, repaid before anyone takes more). Loop-thread only.
+/// it below zero, repaid before anyone takes more).
+///
+/// Turns: once a transfer was refused, the budget's bytes go to the transfer that has waited
+/// longest. Without turns, the one whose timer fired first each time took every byte: a
+/// segmented download, whose connections share one timer that it re-armed inside its own
+/// callbacks, left a one-connection job beside it nothing at all. Loop-thread only.
 final class ByteBudget {
+    /// Who asks for bytes (a transfer, all its connections together).
+    typealias Taker = ObjectIdentifier
+
+    /// How long (ms) a refused transfer whose turn it is not waits before asking again, when the
+    /// budget has bytes (the one whose turn it is is due at once).
+    static let turnWait: UInt64 = 2
+    /// A waiter not back this long (ms) after it was due is forgotten (it ended or went away).
+    static let waiterGrace: UInt64 = 1000
+
+    /// Transfers refused and not served since: when they were first refused, and when they are
+    /// due to ask again.
+    private var waiters: [Taker: (since: UInt64, due: UInt64)] = [:]
     /// The smallest burst, in bytes.
     static let minimumBurst = 16 * 1024.0
 
@@ -73,12 +90,33 @@ final class ByteBudget {
         tokens = min(capacity, tokens + Double(rate) * Double(now - last) / 1000)
     }
 
-    /// How long (ms) until bytes may be taken; 0 when they may now.
-    func delay(now: UInt64) -> UInt64 {
-        guard let rate else { return 0 }
+    /// How long (ms) until `taker` may take bytes; 0 when it may now (then it should ``take(_:)``).
+    func delay(now: UInt64, for taker: Taker) -> UInt64 {
+        guard let rate else {
+            waiters = [:]
+            return 0
+        }
         refill(now: now)
-        guard tokens < 0 else { return 0 }
-        return max(1, UInt64((-tokens / Double(rate) * 1000).rounded(.up)))
+        if tokens >= 0 {
+            waiters = waiters.filter { $0.value.due + Self.waiterGrace >= now }
+            let first = waiters.min { $0.value.since < $1.value.since }?.key
+            guard let first, first != taker else {
+                waiters[taker] = nil
+                return 0
+            }
+            return wait(taker, Self.turnWait, now: now)
+        }
+        return wait(taker, max(1, UInt64((-tokens / Double(rate) * 1000).rounded(.up))), now: now)
+    }
+
+    private func wait(_ taker: Taker, _ ms: UInt64, now: UInt64) -> UInt64 {
+        waiters[taker] = (waiters[taker]?.since ?? now, now + ms)
+        return ms
+    }
+
+    /// `taker` no longer asks (its transfer ended, or it waits for its own `--limit-rate`).
+    func forget(_ taker: Taker) {
+        waiters[taker] = nil
     }
 
     /// Takes `n` bytes (after ``delay(now:)`` returned 0).

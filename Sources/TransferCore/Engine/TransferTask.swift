@@ -170,8 +170,15 @@ class TransferTask {
     func halt() {
         if phase == .transferring, let e = easy { engine.multi.remove(e) }
         phase = .ended
+        stopPacing()
+    }
+
+    /// No more turns at the shared budget, and no unpause to come.
+    private func stopPacing() {
         unpauseTimer?.close()
         unpauseTimer = nil
+        engine.bandwidth.download.forget(ObjectIdentifier(self))
+        engine.bandwidth.upload.forget(ObjectIdentifier(self))
     }
 
     // MARK: - Stalls
@@ -323,8 +330,7 @@ class TransferTask {
     private func report(_ outcome: AttemptOutcome) {
         guard phase != .ended else { return }
         phase = .ended
-        unpauseTimer?.close()
-        unpauseTimer = nil
+        stopPacing()
         engine.attemptEnded(self, outcome)
     }
 
@@ -361,9 +367,11 @@ class TransferTask {
         let shared = isUpload ? engine.bandwidth.upload : engine.bandwidth.download
         var wait = limiter?.delay(now: now) ?? 0
         if wait == 0 {
-            wait = shared.delay(now: now)
+            wait = shared.delay(now: now, for: ObjectIdentifier(self))
             // Held back by the shared budget, not stalled: the stall window restarts.
             if wait > 0 { restartStallWindow(now: now) }
+        } else {
+            shared.forget(ObjectIdentifier(self))  // waiting for its own limit, not its turn
         }
         if wait > 0 {
             if unpauseTimer == nil { unpauseTimer = LoopTimer(loop: engine.loop) }
