@@ -88,6 +88,19 @@ final class TransferRequestCodingTests: XCTestCase {
         }
     }
 
+    func testThatTheMemberNamesAreEveryMemberARequestEncodes() throws {
+        var r = TransferRequest(url: "u")
+        (r.kind, r.method, r.destination, r.directory, r.createDirs, r.replace) = ("k", "m", "d", "d", true, true)
+        (r.headers, r.user, r.sha256, r.priority, r.limitRate, r.retries) = (["h"], "u", "s", 1, "1", 1)
+        (r.source, r.form, r.response, r.cacert, r.pinPubkey, r.pinCert) = ("s", ["f"], "r", "c", "p", "p")
+        (r.insecure, r.resumable, r.onEnd, r.connections) = (true, "r", "o", 1)
+        let encoded = try JSONParser.parse(try JobJSONWriter.json(r))
+        guard case .object(let members) = encoded else { return XCTFail("\(encoded)") }
+        XCTAssertEqual(Set(members.keys), TransferRequest.memberNames)
+        XCTAssertNil(TransferRequest.unknownMember(of: encoded))
+        XCTAssertEqual(TransferRequest.unknownMember(of: .object(["url": .string("u"), "sha265": .string("x")])), "sha265")
+    }
+
     func testThatTheWriterWritesWhatTheEncoderWrites() throws {
         for request in requests() {
             var writer = JobJSONWriter()

@@ -137,7 +137,9 @@ def test_add_many_is_all_or_nothing_and_names_the_refused_index(daemon, faultser
 def test_a_request_that_does_not_decode_is_refused_by_its_index_too(daemon, faultserver, key):
     good = {"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "g")}
     for bad, says in (({"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "h"),
-                        "priority": "high"}, "priority"), (5, "not an object"), ({"destination": "/x"}, "url")):
+                        "priority": "high"}, "priority"), (5, "not an object"), ({"destination": "/x"}, "url"),
+                      ({"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "h"),
+                        "sha265": "0" * 64}, "unknown param sha265")):
         resp = daemon.rpc("transfer.addMany", {"requests": [good, bad]})
         assert resp["error"]["code"] == -32602 and resp["error"]["data"]["index"] == 1, resp
         assert resp["error"]["message"].startswith("request 1: ") and says in resp["error"]["message"], resp

@@ -26,6 +26,15 @@ def test_transfer_add_returns_the_job_object_with_the_spec_fields(daemon, faults
     assert sha256_file(dest) == faultserver.sha256(1000, 1)
 
 
+def test_transfer_add_refuses_a_param_it_does_not_know(daemon, faultserver, key):
+    # As the CLI refuses an unknown option: a misspelt "sha265" must not queue an unchecked download.
+    resp = daemon.rpc("transfer.add", {"url": faultserver.url(size=10, key=key),
+                                       "destination": str(daemon.work / "u.bin"), "sha265": "0" * 64})
+    assert resp["error"]["code"] == -32602, resp
+    assert resp["error"]["data"]["code"] == "invalid_request" and "sha265" in resp["error"]["message"], resp
+    assert daemon.jobs() == []
+
+
 def test_transfer_add_with_a_directory_takes_the_suggested_name(daemon, faultserver, key):
     job = add(daemon, url=faultserver.url("/n/suggested.bin", size=10, key=key), directory=str(daemon.work))
     done = daemon.wait_state(job["id"], "completed")

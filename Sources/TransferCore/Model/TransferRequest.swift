@@ -41,6 +41,21 @@ public struct TransferRequest: Codable, Sendable, Equatable {
 
     public init(url: String) { self.url = url }
 
+    /// Every member a request may have (`transfer.add`'s params, each of `transfer.addMany`'s
+    /// requests): the RPC refuses any other, as the CLI refuses an unknown option, so that a
+    /// misspelt `"sha265"` is not a download without its check.
+    public static let memberNames: Set<String> = [
+        "kind", "url", "method", "destination", "directory", "createDirs", "replace", "headers", "user", "sha256",
+        "priority", "limitRate", "retries", "source", "form", "response", "cacert", "pinPubkey", "pinCert",
+        "insecure", "resumable", "onEnd", "connections",
+    ]
+
+    /// The first member of `params` (in sorted order) that no request has, if any.
+    public static func unknownMember(of params: JSONValue?) -> String? {
+        guard case .object(let members)? = params else { return nil }
+        return members.keys.filter { !memberNames.contains($0) }.min()
+    }
+
     /// Decodes the params as given; `limitRate` may also be a plain number of bytes per second
     /// (docs/rpc.md), as `daemon.limits` takes it.
     public init(from decoder: Decoder) throws {

@@ -22,6 +22,9 @@ struct AddManyHandler: RPCHandler {
             guard case .object = value else {
                 return .failure(TransferError(.invalidRequest, "not an object (a request is transfer.add's params)"))
             }
+            if let name = TransferRequest.unknownMember(of: value) {
+                return .failure(TransferError(.invalidRequest, "unknown param \(name)"))
+            }
             do {
                 return .success(try value.decode(as: TransferRequest.self))
             } catch {
