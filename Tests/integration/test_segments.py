@@ -1,5 +1,6 @@
 """Segmented downloads (SPEC Amendment 2, "Segmented downloads"): `--connections N` / `-x N`."""
 
+import datetime
 import os
 import time
 
@@ -138,6 +139,20 @@ def test_a_range_answered_503_waits_out_its_retry_after_while_the_others_go_on(d
     assert later, log  # the refused range was asked for again
     assert all(e["time"] >= refused["time"] + 3 - 0.05 for e in later), \
         [(e["n"], e["range"], round(e["time"] - refused["time"], 2)) for e in later]
+
+
+def test_a_held_back_range_with_nothing_else_at_work_makes_the_job_wait(daemon, faultserver, key):
+    # The other ranges finish long before the server's Retry-After: 10; the job then waits as a
+    # one-connection download would (`waiting`, backoff, nextRetryAt), not `running` with nothing open.
+    size = 8 * MiB
+    url = faultserver.url(size=size, key=key, slow=8 * MiB, rangestatus=503, retryafter=10, times=2)
+    id = daemon.download(url, "-x", "4", "-o", daemon.work / "held.bin")
+    job = daemon.wait_state(id, "waiting", timeout=8)
+    assert job["waitReason"] == "backoff" and job["error"]["code"] == "http_status", job
+    [refused] = [e for e in faultserver.log(key) if e["status"] == 503]
+    at = datetime.datetime.fromisoformat(job["nextRetryAt"].replace("Z", "+00:00")).timestamp()
+    assert at >= refused["time"] + 10 - 1.5, (job["nextRetryAt"], refused["time"])
+    daemon.cli("cancel", id, check=0)
 
 
 def test_with_retries_0_a_failing_range_is_never_asked_for_again(daemon, faultserver, key):

@@ -65,6 +65,9 @@ final class DownloadTask: TransferTask {
     /// After a range request failed: no range request starts before this time (the loop's
     /// milliseconds), see ``rangeFailed(_:retryAfter:)``.
     private var rangesHeldUntil: UInt64?
+    /// Runs ``pump()`` when ``rangesHeldUntil`` passes (apart from ``pumpTimer``, which must
+    /// stay free to run it at once).
+    private var holdTimer: LoopTimer?
     /// A `200` to a range or a changed validator: stop all, start over from byte 0 on one.
     private var fallbackRequested = false
     /// After a fallback: one connection for the rest of the attempt.
@@ -838,8 +841,8 @@ final class DownloadTask: TransferTask {
                     endForRanges()
                     return
                 }
-                if pumpTimer == nil { pumpTimer = LoopTimer(loop: engine.loop) }
-                pumpTimer?.start(after: until - now) { [weak self] in self?.pump() }
+                if holdTimer == nil { holdTimer = LoopTimer(loop: engine.loop) }
+                holdTimer?.start(after: until - now) { [weak self] in self?.pump() }
                 return
             }
             rangesHeldUntil = nil
@@ -1009,6 +1012,7 @@ final class DownloadTask: TransferTask {
     /// never spliced): the database first, then the file.
     private func fallBackToOneConnection() {
         fallbackRequested = false
+        rangesHeldUntil = nil
         stopConnections()
         if let e = easy { engine.multi.remove(e) }  // harmless when it is already out
         primaryAccepted = false
@@ -1023,6 +1027,7 @@ final class DownloadTask: TransferTask {
     /// Takes every further connection out of the multi (never inside a curl callback).
     private func stopConnections() {
         pumpTimer?.stop()
+        holdTimer?.stop()
         for c in connections where c.isActive {
             engine.multi.remove(c.easy)
             c.isActive = false
@@ -1034,6 +1039,8 @@ final class DownloadTask: TransferTask {
         stopConnections()
         pumpTimer?.close()
         pumpTimer = nil
+        holdTimer?.close()
+        holdTimer = nil
         super.halt()
     }
 
