@@ -338,27 +338,19 @@ def test_a_list_file_queues_one_job_a_line_and_names_files_after_a_tab(daemon, f
     assert sha256_file(target / "named.bin") == faultserver.sha256(200, 2)
 
 
-def test_a_list_line_with_a_second_tab_is_refused(daemon, faultserver, key):
-    # URL<TAB>FILE: a second TAB would end up inside the file's name.
+# The second line: a scheme that is refused; a second TAB, which would end up inside the file's name.
+@pytest.mark.parametrize("bad,says", [("ftp://127.0.0.1/nope", ""), ("{two}\tx\ty", "more than one TAB")],
+                         ids=["scheme", "second-tab"])
+def test_a_bad_line_in_a_list_refuses_the_whole_list(daemon, faultserver, key, bad, says):
     target = daemon.work / "many"
     target.mkdir()
     lst = daemon.work / "urls.txt"
     lst.write_text(f"{faultserver.url('/l/one.bin', size=100, key=key)}\tok.bin\n"
-                   f"{faultserver.url('/l/two.bin', size=100, key=key)}\tx\ty\n")
-    r = daemon.cli("download", "-i", lst, "-d", target)
-    assert r.rc == 2 and "urls.txt line 2: more than one TAB" in r.err, r
-    assert daemon.cli("list", "--json", check=0).out.strip() == "[]" and os.listdir(target) == []
-
-
-def test_a_bad_line_in_a_list_refuses_the_whole_list(daemon, faultserver, key):
-    target = daemon.work / "many"
-    target.mkdir()
-    lst = daemon.work / "urls.txt"
-    lst.write_text(f"{faultserver.url('/l/one.bin', size=100, key=key)}\nftp://127.0.0.1/nope\n"
+                   + bad.format(two=faultserver.url('/l/two.bin', size=100, key=key)) + "\n"
                    f"{faultserver.url('/l/three.bin', size=100, key=key)}\n")
     r = daemon.cli("download", "-i", lst, "-d", target)
     assert r.rc == 2, r
-    assert re.search(r"\b2\b", r.err), f"the refusal must name line 2: {r.err!r}"
+    assert re.search(r"\b2\b", r.err) and says in r.err, f"the refusal must name line 2: {r.err!r}"
     assert daemon.jobs() == []
     assert os.listdir(target) == []
 
