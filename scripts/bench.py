@@ -14,7 +14,7 @@ Called by scripts/bench, which installs the tools and builds the release binarie
   BENCH_SMALL_RUNS    runs per tool and size (default 2)
   BENCH_SMALL_KB      size of each file in KiB (default 16)
   BENCH_SMALL_BUDGET  seconds before an aftransfer run is killed and failed (default 600)
-  BENCH_SMALL_SETTLE  seconds to wait before the small case's first run (default 35; 0 skips)
+  BENCH_SMALL_SETTLE  seconds to wait before the small case's first run (default 60; 0 skips)
   BENCH_PERF          DIR: `perf record -g` the daemon during each aftransfer run, into DIR
                       (for profiling only: perf distorts the timings of those runs)
  resumable: a 1 GiB upload cut at 90 % (issue 8), to our IETF interop-8 server
@@ -797,12 +797,14 @@ class Bench:
         fns = {"curl --parallel": self.small_curl, "aria2c -j16": self.small_aria2c,
                "aftransfer": self.small_aftransfer, self.FLOOR: self.small_floor_run}
         kept: list[str] = []
-        settle = float(os.environ.get("BENCH_SMALL_SETTLE", "35"))
+        settle = float(os.environ.get("BENCH_SMALL_SETTLE", "60"))
         if settle > 0:
             # ext4 without a journal makes every file created within 30 s of a deletion scan the
-            # recently deleted inodes: a build or another bench just before (thousands of files
-            # deleted) made the first runs' file work cost up to twice as much, for every tool
-            # (docs/benchmarks.md, sixth session). The outputs are deleted only at the end (below).
+            # recently deleted inodes (35 s while the inode table's block is dirty, and deleting
+            # thousands of files takes seconds itself): a build or another bench just before made
+            # the first runs' file work cost up to twice as much, for every tool (docs/benchmarks.md,
+            # sixth and tenth sessions; 35 s of waiting was not enough). The outputs are deleted only
+            # at the end (below).
             print(f"== waiting {settle:.0f} s for recent deletions to age (ext4 without a journal)", flush=True)
             time.sleep(settle)
         for n in self.small_sizes:
