@@ -35,6 +35,25 @@ final class CurlErrorClassifierTests: XCTestCase {
         }
     }
 
+    /// A handshake the connection ended is a reset (retried), not a TLS failure; one TLS refused is.
+    func testThatAHandshakeCutByTheConnectionIsARetryableNetworkError() {
+        for message in [
+            "Recv failure: Connection reset by peer",
+            "OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:443 ",
+            "OpenSSL SSL_connect: Connection reset by peer in connection to example.com:443 ",
+            "Send failure: Broken pipe",
+            "error:0A000126:SSL routines::unexpected eof while reading",
+        ] {
+            let error = classify(CURLE_SSL_CONNECT_ERROR, message)
+            XCTAssertEqual(error.code, .network, message)
+            XCTAssertTrue(error.retryable, message)
+        }
+        let refused = classify(
+            CURLE_SSL_CONNECT_ERROR, "OpenSSL/3.0.19: error:0A000410:SSL routines::sslv3 alert handshake failure")
+        XCTAssertEqual(refused.code, .tls)
+        XCTAssertFalse(refused.retryable)
+    }
+
     func testThatRedirectFailuresAreNotRetryable() {
         XCTAssertEqual(classify(CURLE_TOO_MANY_REDIRECTS).code, .redirect)
         XCTAssertEqual(

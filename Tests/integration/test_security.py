@@ -15,9 +15,12 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
+import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -81,6 +84,7 @@ class TLSServers:
         make_leaf(self.dir, "server", "ca", "DNS:localhost,IP:127.0.0.1")
         make_leaf(self.dir, "wrongname", "ca", "DNS:elsewhere.invalid")
         make_leaf(self.dir, "other", "otherca", "DNS:localhost,IP:127.0.0.1")
+        make_leaf(self.dir, "server2", "ca", "DNS:localhost,IP:127.0.0.1")
         for p in self.dir.iterdir():
             os.chmod(p, 0o644)
         self.ca = self.dir / "ca.pem"
@@ -94,14 +98,19 @@ class TLSServers:
         os.chmod(self.both_cas, 0o644)
         self.procs = []
         self.ports = {name: self._start(name) for name in ("server", "wrongname", "other")}
+        # "switching": the server's certificate on its first TLS connection, then server2's (same CA).
+        self.ports["switching"] = self._start("server", "server2")
+        self.switching_port = self.ports["switching"][1]
         self.port, self.tls_port = self.ports["server"]
         self.wrongname_port = self.ports["wrongname"][1]
         self.other_port = self.ports["other"][1]
 
-    def _start(self, name: str) -> tuple[int, int]:
-        log = open(self.dir / f"{name}-server.log", "wb")
+    def _start(self, name: str, later: str | None = None) -> tuple[int, int]:
+        log = open(self.dir / f"{name}{later or ''}-server.log", "wb")
+        extra = ["--later-cert", str(self.dir / f"{later}-chain.pem"), "--later-key", str(self.dir / f"{later}.key")] \
+            if later else []
         proc = spawn([sys.executable, str(TLS_DIR / "tlsfaultserver.py"), "--cert", str(self.dir / f"{name}-chain.pem"),
-                      "--key", str(self.dir / f"{name}.key")], f"tlsfaultserver {name}",
+                      "--key", str(self.dir / f"{name}.key"), *extra], f"tlsfaultserver {name}",
                      stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, env=conftest.clean_env())
         log.close()
         self.procs.append(proc)
@@ -149,6 +158,52 @@ def expect_failed(daemon, id: int, code: str, timeout: float = 15) -> dict:
     assert job["waitReason"] is None and job["nextRetryAt"] is None, job
     assert_job_schema(job)
     return job
+
+
+def test_certificate_pinning_applies_to_every_range_connection_and_fails_with_tls(daemon, tls, faultserver):
+    # The "switching" server shows the pinned certificate on its first connection only; a range
+    # connection that meets another one (same CA) fails the job with `tls`, not libcurl's
+    # "aborted by callback" (`network`), and sends nothing.
+    key = faultserver.new_key("pincert-ranges")
+    url = tls.https(size=8 * 1024 * 1024, key=key, port=tls.switching_port)
+    id = daemon.download(url, "-x", "4", "-o", daemon.work / "r.bin", "--cacert", tls.ca,
+                         "--pin-cert", tls.server_cert)
+    job = expect_failed(daemon, id, "tls")
+    assert job["error"]["retryable"] is False, job
+    assert [e["range"] for e in tls.log(key, "switching")] == ["bytes=0-"], tls.log(key, "switching")
+
+
+def test_a_connection_reset_during_the_tls_handshake_is_a_retried_network_error(daemon):
+    # SPEC: resets are retried; TLS failures are not. A server that resets the connection during
+    # the handshake judged no certificate.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    done = threading.Event()
+
+    def reset_each():
+        listener.settimeout(0.2)
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            conn.recv(1024)  # the ClientHello
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()  # an RST
+
+    server = threading.Thread(target=reset_each, daemon=True)
+    server.start()
+    try:
+        id = daemon.download(f"https://127.0.0.1:{port}/x.bin", "-o", daemon.work / "x.bin", "--retries", "1")
+        job = daemon.wait_state(id, "failed", timeout=30)
+    finally:
+        done.set()
+        server.join(5)
+        listener.close()
+    assert job["error"]["code"] == "network" and job["attempts"] == 2, job
+    assert [h["error"]["code"] for h in job["history"]] == ["network", "network"], job["history"]
 
 
 def no_body_on_disk(dest: Path) -> bool:

@@ -8,6 +8,7 @@ import CCurl
 /// | --- | --- | --- |
 /// | `COULDNT_RESOLVE_HOST`/`_PROXY`, `COULDNT_CONNECT`, `SEND_ERROR`, `RECV_ERROR`, `GOT_NOTHING`, `PARTIAL_FILE`, `HTTP2`, `HTTP2_STREAM`, `HTTP3`, `QUIC_CONNECT_ERROR`, `SEND_FAIL_REWIND` | `network` | yes |
 /// | `OPERATION_TIMEDOUT` | `timeout` | yes |
+/// | `SSL_CONNECT_ERROR` whose message tells of the connection, not of TLS (reset, EOF, `SSL_ERROR_SYSCALL`) | `network` | yes |
 /// | `SSL_*`, `PEER_FAILED_VERIFICATION`, `USE_SSL_FAILED` | `tls` | no |
 /// | `TOO_MANY_REDIRECTS`, `UNSUPPORTED_PROTOCOL` naming a scheme (`Protocol "ftp" not supported…`) | `redirect` | no |
 /// | `WRITE_ERROR`, `READ_ERROR` (the local file) | `io` | no |
@@ -51,6 +52,10 @@ public enum CurlErrorClassifier {
             return (.network, true)
         case CURLE_OPERATION_TIMEDOUT:
             return (.timeout, true)
+        case CURLE_SSL_CONNECT_ERROR where isConnectionFailure(message):
+            // A reset or a close during the handshake (a server restarting, a balancer): no
+            // certificate was judged, so it is a reset, retried as SPEC says.
+            return (.network, true)
         case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION, CURLE_USE_SSL_FAILED,
             CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED,
@@ -71,6 +76,17 @@ public enum CurlErrorClassifier {
         default:
             return (.network, false)
         }
+    }
+
+    /// Words of libcurl's and OpenSSL's messages for a handshake that the connection ended (a
+    /// reset, an EOF, a failed system call), as opposed to one TLS itself refused.
+    private static let connectionFailureWords = [
+        "SSL_ERROR_SYSCALL", "connection reset", "recv failure", "send failure", "broken pipe", "unexpected eof",
+    ]
+
+    private static func isConnectionFailure(_ message: String) -> Bool {
+        let lower = message.lowercased()
+        return connectionFailureWords.contains { lower.contains($0.lowercased()) }
     }
 
     /// The first three-digit number after `error:` in libcurl's HTTP error message, if any.

@@ -888,6 +888,15 @@ final class DownloadTask: TransferTask {
             e.onHeader = { [unowned self, unowned c] line in c.header(line) { self.segmentHeaders(c) } }
             e.onBody = { [unowned self, unowned c] data in self.segmentBody(c, data) }
             e.onDone = { [unowned self, unowned c] error in self.segmentDone(c, error) }
+            if let check = e.onPrerequest {
+                // A refused pinned certificate is this range's failure, and the attempt's (`tls`,
+                // not libcurl's "aborted by callback").
+                e.onPrerequest = { [unowned self, unowned c] in
+                    if check() { return true }
+                    c.failure = self.abortError
+                    return false
+                }
+            }
             e.configure(o)
             guard engine.multi.add(e) else {
                 throw TransferError(.io, "cannot add a range to libcurl", retryable: true)

@@ -1,6 +1,6 @@
 """The fault server (Tests/faultserver) on two listeners that share one state: plain HTTP and HTTPS.
 
-    python3 tlsfaultserver.py --cert CHAIN.pem --key KEY.pem
+    python3 tlsfaultserver.py --cert CHAIN.pem --key KEY.pem [--later-cert CHAIN2.pem --later-key KEY2.pem]
     # prints "PORT=<http> TLSPORT=<https>" (flushed) once both listen; SIGTERM/SIGINT → exits 0
 
 Every knob of the fault server works on both (same paths, same query), and the request log is
@@ -42,13 +42,17 @@ class TLSHandler(fs.Handler):
 
 
 class TLSServer(fs.Server):
-    def __init__(self, address, handler, context: ssl.SSLContext) -> None:
+    def __init__(self, address, handler, context: ssl.SSLContext, later: ssl.SSLContext | None = None) -> None:
         self.context = context
+        self.later = later
+        self.accepted = 0
         super().__init__(address, handler)
 
     def get_request(self):
         sock, addr = self.socket.accept()
-        return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+        self.accepted += 1
+        ctx = self.later if self.later is not None and self.accepted > 1 else self.context
+        return ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
 
 def main(argv=None) -> int:
@@ -56,12 +60,18 @@ def main(argv=None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--cert", required=True, help="PEM: the server certificate, then its chain")
     ap.add_argument("--key", required=True)
+    ap.add_argument("--later-cert", help="PEM shown on every TLS connection after the first (with --later-key)")
+    ap.add_argument("--later-key")
     args = ap.parse_args(argv)
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
+    later = None
+    if args.later_cert:
+        later = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        later.load_cert_chain(args.later_cert, args.later_key)
     plain = fs.Server((args.host, 0), fs.Handler)
-    tls = TLSServer((args.host, 0), TLSHandler, ctx)
+    tls = TLSServer((args.host, 0), TLSHandler, ctx, later)
     servers = (plain, tls)
 
     def stop(signum, frame):
