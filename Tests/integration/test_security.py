@@ -600,6 +600,20 @@ def test_an_upload_to_a_server_failing_the_pinned_certificate_sends_nothing(daem
     assert tls.log(key) == [], f"the upload reached a server that fails the pin: {tls.log(key)}"
 
 
+def test_a_tus_upload_over_https_never_goes_on_over_http(daemon, tls, faultserver):
+    # SPEC: never https→http. A tus server whose creation answer points at an http upload URL
+    # would have the file sent in clear: refused, nothing sent there.
+    key = faultserver.new_key("tus-downgrade")
+    src = daemon.work / "t.bin"
+    src.write_bytes(os.urandom(50_000))
+    target = tls.http("/files/1", key=key)
+    id = daemon.upload(src, tls.https("/upload", key=key, redirect=target, code=201), "--resumable", "tus",
+                       "--cacert", tls.ca)
+    job = expect_failed(daemon, id, "redirect")
+    assert job["uploadUrl"] is None, job
+    assert [e["method"] for e in tls.log(key)] == ["POST"], tls.log(key)
+
+
 def test_an_upload_redirected_from_https_to_http_is_refused(daemon, tls, faultserver):
     key = faultserver.new_key("up-downgrade")
     src = daemon.work / "up.txt"

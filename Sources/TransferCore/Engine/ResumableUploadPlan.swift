@@ -177,8 +177,9 @@ struct ResumableUploadPlan: Equatable {
             response.headers["upload-draft-interop-version"].map({ $0.trimmingCharacters(in: .whitespaces) })
                 == Self.interopVersion,
             let location = response.headers["location"],
-            let resolved = Self.resolve(location, against: response.url ?? url)
-        else { return false }  // no 104, or a server of another interop version: a plain upload
+            let resolved = Self.resolve(location, against: response.url ?? url),
+            !Self.downgrades(from: response.url ?? url, to: resolved)
+        else { return false }  // no 104, another interop version, or an http URL for https: a plain upload
         uploadURL = resolved
         agreed = .ietf
         offset = 0
@@ -200,6 +201,13 @@ struct ResumableUploadPlan: Equatable {
                 let resolved = Self.resolve(location, against: response.url ?? url)
             else {
                 return .failed(Self.protocolError("the tus server created no upload (no Location in its \(s))"))
+            }
+            if Self.downgrades(from: response.url ?? url, to: resolved) {
+                // SPEC "Security": never https→http, for redirects too; the file would go in clear.
+                return .failed(
+                    TransferError(
+                        .redirect, "the tus server's upload URL \(resolved) is http: an https upload never goes on over http",
+                        retryable: false))
             }
             uploadURL = resolved
             agreed = .tus
@@ -335,6 +343,11 @@ struct ResumableUploadPlan: Equatable {
             }
         }
         return nil
+    }
+
+    /// Whether going from `base` to `target` would leave https for http.
+    static func downgrades(from base: String, to target: String) -> Bool {
+        base.lowercased().hasPrefix("https:") && target.lowercased().hasPrefix("http:")
     }
 
     /// `location` resolved against `base`; nil unless http(s).
