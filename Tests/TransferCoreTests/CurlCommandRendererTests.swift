@@ -21,6 +21,24 @@ final class CurlCommandRendererTests: XCTestCase {
         XCTAssertTrue(cmd.hasPrefix("curl "))
     }
 
+    /// A URL's user alone is sent with an empty password; from https every hop stays https.
+    func testThatAUserWithoutAPasswordAndAnHTTPSStartAreRenderedAsTheDaemonSends() {
+        func render(_ url: String) -> String {
+            let req = TransferRequest(url: url)
+            return CurlCommandRenderer.render(
+                JobRecord(
+                    id: 1, kind: .download, url: url, method: "GET", state: .queued, request: req,
+                    destination: "/tmp/f", durableBytes: 0, total: nil, etag: nil, lastModified: nil, attempts: 0,
+                    retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil, nextRetryAt: nil, priority: 0,
+                    finalizing: false, sha256: nil, sourceSize: nil, sourceMtime: nil, response: nil, history: [],
+                    createdAt: 0, updatedAt: 0, completedAt: nil))
+        }
+        let token = render("https://tok3n@example.com/f")
+        XCTAssertTrue(token.contains("--user tok3n:"), token)
+        XCTAssertTrue(token.contains("--proto-redir =https"), token)
+        XCTAssertFalse(render("http://example.com/f").contains("--proto-redir"))
+    }
+
     func testThatShellWordsWithSpacesAndQuotesAreQuoted() {
         XCTAssertEqual(CurlCommandRenderer.quote("a b"), "'a b'")
         XCTAssertEqual(CurlCommandRenderer.quote("it's"), "'it'\\''s'")

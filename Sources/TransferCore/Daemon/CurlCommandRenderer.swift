@@ -32,6 +32,8 @@ public enum CurlCommandRenderer {
     public static func render(_ r: JobRecord) -> String {
         let req = r.request
         var args = ["curl", "--fail", "--location", "--proto", "=http,https", "--max-redirs", "10"]
+        // From https, every hop stays https (SPEC: never https→http), as the daemon follows them.
+        if r.url.lowercased().hasPrefix("https:") { args += ["--proto-redir", "=https"] }
         args += ["-A", "aftransfer/\(AFTransferVersion.string)"]
         if r.kind == .download {
             args += ["-H", "Accept-Encoding: identity"]
@@ -66,7 +68,8 @@ public enum CurlCommandRenderer {
             args += ["--user", "\(name):***"]
         } else if let comps = URLComponents(string: r.url), let name = comps.user {
             // Credentials in the URL move to --user, password redacted, so the command still names them.
-            args += ["--user", comps.password == nil ? name : "\(name):***"]
+            // A user alone is sent with an empty password (`USER:`), as `--user USER:` says.
+            args += ["--user", comps.password == nil ? "\(name):" : "\(name):***"]
         }
         if let rate = req.limitRate { args += ["--limit-rate", rate] }
         if let retries = req.retries { args += ["--retry", "\(retries)"] }
