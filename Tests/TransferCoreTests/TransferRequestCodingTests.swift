@@ -98,7 +98,8 @@ final class TransferRequestCodingTests: XCTestCase {
         guard case .object(let members) = encoded else { return XCTFail("\(encoded)") }
         XCTAssertEqual(Set(members.keys), TransferRequest.memberNames)
         XCTAssertNil(TransferRequest.unknownMember(of: encoded))
-        XCTAssertEqual(TransferRequest.unknownMember(of: .object(["url": .string("u"), "sha265": .string("x")])), "sha265")
+        XCTAssertEqual(
+            TransferRequest.unknownMember(of: .object(["url": .string("u"), "sha265": .string("x")])), "sha265")
     }
 
     func testThatTheWriterWritesWhatTheEncoderWrites() throws {

@@ -206,7 +206,8 @@ struct ResumableUploadPlan: Equatable {
                 // SPEC "Security": never https→http, for redirects too; the file would go in clear.
                 return .failed(
                     TransferError(
-                        .redirect, "the tus server's upload URL \(resolved) is http: an https upload never goes on over http",
+                        .redirect,
+                        "the tus server's upload URL \(resolved) is http: an https upload never goes on over http",
                         retryable: false))
             }
             uploadURL = resolved

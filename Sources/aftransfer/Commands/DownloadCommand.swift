@@ -58,7 +58,9 @@ struct DownloadCommand: ParsableCommand {
             throw ValidationError("--connections must be between \(range.lowerBound) and \(range.upperBound).")
         }
         if output != nil, directory != nil { throw ValidationError("-o and -d cannot be used together.") }
-        if directory?.isEmpty == true { throw ValidationError("-d cannot be empty (use -d . for the working directory).") }
+        if directory?.isEmpty == true {
+            throw ValidationError("-d cannot be empty (use -d . for the working directory).")
+        }
         if inputFile != nil {
             if output != nil {
                 throw ValidationError("-o cannot be used with -i; name files in the list with URL<TAB>FILE.")
