@@ -79,6 +79,31 @@ def test_a_full_home_refuses_new_work_keeps_transferring_and_loses_nothing(full_
     assert all(s == "completed" for s in states.values()), states
 
 
+def test_a_queue_drains_while_the_home_is_full(full_home, faultserver, key):
+    # SPEC: on a full home, transfers go on. Every finished file is a commit; the write-ahead log
+    # grew by each one (about 36 KiB) until the 1 MiB reserve was gone, ~30 files later, and the
+    # queue stood still until space came back.
+    daemon, fs = full_home
+    n = 150
+    lst = daemon.work / "list.txt"
+    lst.write_text("".join(faultserver.url(f"/q/f{i}.bin", size=16 * 1024, seed=f"q{i}", key=key) + "\n"
+                           for i in range(n)))
+    target = daemon.work / "out"
+    target.mkdir()
+    gate = daemon.download(faultserver.url("/data", size=MiB, seed="gate", slow=MiB // 2, key=key), "-o",
+                           daemon.work / "gate.bin", "--priority", "9")
+    daemon.wait_bytes(gate, 1, timeout=20)
+    ids = [int(i) for i in daemon.cli("download", "-i", lst, "-d", target, check=0).out.split()]
+    fs.fill()
+    for id in ids:
+        daemon.wait_state(id, "completed", timeout=60)
+    assert all(sha256_file(target / f"f{i}.bin") == faultserver.sha256(16 * 1024, f"q{i}") for i in range(n))
+    fs.unfill()
+    states = {j["id"]: j["state"] for j in daemon.jobs()}
+    daemon.restart()
+    assert {j["id"]: j["state"] for j in daemon.jobs()} == states
+
+
 def test_a_daemon_killed_while_its_home_is_full_keeps_every_job(full_home, faultserver, key):
     daemon, fs = full_home
     ids = [daemon.download(faultserver.url("/data", size=10, seed=f"k{i}", key=key), "-o",

@@ -146,6 +146,8 @@ public final class Engine: AttemptHost {
     private var commitFailingSince: Double?
     /// When (monotonic s) the end of a pass may try a failing commit again.
     private var nextCommitTry = 0.0
+    /// Whether the reserve was given up (the home's disk filled) and not yet made again.
+    private var onReserve = false
     /// Space set aside in the home, given up when the disk fills so bookkeeping can go on.
     private lazy var reserve = SpaceReserve(
         path: ((store.path as NSString).deletingLastPathComponent as NSString)
@@ -318,9 +320,19 @@ public final class Engine: AttemptHost {
         do {
             do {
                 try commit()
-            } catch  where JobStore.isDiskFull(error) && reserve.release() {
+            } catch where JobStore.isDiskFull(error) && reserve.release() {
                 Log.info("the disk of the job database is full: using the reserve \(reserve.path)")
+                onReserve = true
                 try commit()
+            } catch where JobStore.isDiskFull(error) && onReserve {
+                // The log's own growth may be what filled the reserve: cut it, then try again.
+                try? store.truncateWAL()
+                try commit()
+            }
+            if onReserve {
+                // On the reserve, the log is cut after every commit: what the reserve holds goes to
+                // the rows, not to a log that grows by every commit (SPEC: transfers go on).
+                try? store.truncateWAL()
             }
             if let since = commitFailingSince {
                 Log.info("the job database is written again (after \(Int(now - since)) s)")
@@ -345,6 +357,7 @@ public final class Engine: AttemptHost {
             let free = DiskSpace.available(at: dir) ?? 0
             // The room checked here covers the reserve and the margin: no second look is needed.
             guard free >= reserve.size + config.homeReserve, reserve.acquire() else { throw homeFull(free: free) }
+            onReserve = false
             Log.info("the disk of the job database has room again: reserve \(reserve.path) restored")
         } else if let free = DiskSpace.available(at: dir), free < config.homeReserve {
             throw homeFull(free: free)
