@@ -101,6 +101,9 @@ extension Engine {
                 guard let now = self.record(job) else { return }
                 self.dispatch(job, .hookFinished(stage, result), loaded: JobFacts(now))
             }
+            // Written now, not at the end of the pass: a daemon killed in between would run this
+            // finished hook again at its next start (SPEC: a finished hook never runs again).
+            self.commitOrLog()
         }
         if !startedNow {
             Log.info(

@@ -267,7 +267,13 @@ public final class Engine: AttemptHost {
         }
         rearmRetryTimer()
         schedule()
-        runPendingHooks()
+        if commitFailingSince != nil {
+            // Recovery's changes wait for room in the home: the endings it recorded (and their
+            // hooks) are read once they are written.
+            afterCommit { [unowned self] in self.runPendingHooks() }
+        } else {
+            runPendingHooks()
+        }
     }
 
     /// Stops every transfer with a synchronous checkpoint, queues them for the next start and
