@@ -93,11 +93,12 @@ final class ByteBudget {
     /// How long (ms) until `taker` may take bytes; 0 when it may now (then it should ``take(_:)``).
     func delay(now: UInt64, for taker: Taker) -> UInt64 {
         guard let rate else {
-            waiters = [:]
+            if !waiters.isEmpty { waiters = [:] }  // the body callbacks' path: no work when unlimited
             return 0
         }
         refill(now: now)
         if tokens >= 0 {
+            guard !waiters.isEmpty else { return 0 }
             waiters = waiters.filter { $0.value.due + Self.waiterGrace >= now }
             let first = waiters.min { $0.value.since < $1.value.since }?.key
             guard let first, first != taker else {
