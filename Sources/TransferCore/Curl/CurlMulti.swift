@@ -101,11 +101,13 @@ public final class CurlMulti {
     /// reached its end, a write that failed), libcurl 7.88 drops that end: the transfer is neither
     /// finished nor polled again, and sat until a stall timer found it. It is finished here as
     /// ``drain()`` finishes one: taken out of the multi, its ``CurlEasy/onDone`` called with the
-    /// error. Never call from inside a curl callback.
+    /// error. Only then: `curl_easy_pause` also fails, harmlessly, on a transfer that has no
+    /// connection at that moment (43, a bad argument), which must go on. Never call from inside a
+    /// curl callback.
     public func unpause(_ easy: CurlEasy) {
         guard easy.isInMulti else { return }
         let (code, ended) = easy.unpause()
-        guard ended || code != CURLE_OK else { return }
+        guard ended else { return }
         finish(easy.handle, code == CURLE_OK ? CURLE_WRITE_ERROR : code)
     }
 

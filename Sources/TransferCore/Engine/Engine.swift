@@ -326,11 +326,11 @@ public final class Engine: AttemptHost {
         do {
             do {
                 try commit()
-            } catch where JobStore.isDiskFull(error) && reserve.release() {
+            } catch  where JobStore.isDiskFull(error) && reserve.release() {
                 Log.info("the disk of the job database is full: using the reserve \(reserve.path)")
                 onReserve = true
                 try commit()
-            } catch where JobStore.isDiskFull(error) && onReserve {
+            } catch  where JobStore.isDiskFull(error) && onReserve {
                 // The log's own growth may be what filled the reserve: cut it, then try again.
                 try? store.truncateWAL()
                 try commit()
