@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import sha256_file
+from conftest import sha256_file, wait_until
 from test_disk_full import Tmpfs
 
 MiB = 1024 * 1024
@@ -99,6 +99,9 @@ def test_a_queue_drains_while_the_home_is_full(full_home, faultserver, key):
         daemon.wait_state(id, "completed", timeout=60)
     assert all(sha256_file(target / f"f{i}.bin") == faultserver.sha256(16 * 1024, f"q{i}") for i in range(n))
     fs.unfill()
+    # Back to normal commits once there is room, without waiting for a request that changes a job.
+    wait_until(lambda: "reserve" in daemon.log_text() and "restored" in daemon.log_text(), 10,
+               "the reserve made again once the home has room")
     states = {j["id"]: j["state"] for j in daemon.jobs()}
     daemon.restart()
     assert {j["id"]: j["state"] for j in daemon.jobs()} == states

@@ -360,15 +360,23 @@ public final class Engine: AttemptHost {
         let dir = (store.path as NSString).deletingLastPathComponent
         if !reserve.isHeld {
             // Spent on a full disk: new work waits until the reserve is back and room is left.
-            let free = DiskSpace.available(at: dir) ?? 0
-            // The room checked here covers the reserve and the margin: no second look is needed.
-            guard free >= reserve.size + config.homeReserve, reserve.acquire() else { throw homeFull(free: free) }
-            onReserve = false
-            Log.info("the disk of the job database has room again: reserve \(reserve.path) restored")
+            guard restoreReserve() else { throw homeFull(free: DiskSpace.available(at: dir) ?? 0) }
         } else if let free = DiskSpace.available(at: dir), free < config.homeReserve {
             throw homeFull(free: free)
         }
         do { try commit() } catch { throw storeFailure(error) }
+    }
+
+    /// Makes the reserve again when the home has room for it and the margin (the room checked
+    /// covers both: no second look is needed). Returns whether it is held.
+    @discardableResult
+    private func restoreReserve() -> Bool {
+        let dir = (store.path as NSString).deletingLastPathComponent
+        let free = DiskSpace.available(at: dir) ?? 0
+        guard free >= reserve.size + config.homeReserve, reserve.acquire() else { return false }
+        onReserve = false
+        Log.info("the disk of the job database has room again: reserve \(reserve.path) restored")
+        return true
     }
 
     /// The refusal of a request while the job database cannot be written for want of space.
@@ -667,6 +675,9 @@ public final class Engine: AttemptHost {
         if now &- lastScheduleCheck >= Self.scheduleCheckInterval {
             lastScheduleCheck = now
             bandwidth.refresh(now: now)
+            // Living on the reserve cuts the log after every commit: back to normal commits as
+            // soon as the home has room, not only at the next request that changes a job.
+            if onReserve { restoreReserve() }
         }
         // Stalls: under 1 byte/s for the stall window ends the attempt (``TransferTask/stalled``;
         // libcurl's low-speed check averages over several seconds and fires late).
