@@ -40,4 +40,12 @@ final class RedirectPolicyTests: XCTestCase {
         XCTAssertTrue(RedirectPolicy.sameOrigin("http://Example.com/a", "http://example.com:80/b"))
         XCTAssertFalse(RedirectPolicy.sameOrigin("http://a:8080/", "http://a:8081/"))
     }
+
+    func testThatOnlyHTTPSToHTTPIsADowngrade() {
+        XCTAssertTrue(RedirectPolicy.downgrades(from: "https://a/x", to: "http://a/y"))
+        XCTAssertTrue(RedirectPolicy.downgrades(from: "HTTPS://a/x", to: "HTTP://b/y"))
+        XCTAssertFalse(RedirectPolicy.downgrades(from: "http://a/x", to: "https://a/y"))
+        XCTAssertFalse(RedirectPolicy.downgrades(from: "https://a/x", to: "https://b/y"))
+        XCTAssertFalse(RedirectPolicy.downgrades(from: "http://a/x", to: "http://b/y"))
+    }
 }

@@ -115,6 +115,14 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(RetryPolicy.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: Date()), 0)
     }
 
+    func testThatOnly429And503SayHowLongToWait() {
+        XCTAssertEqual(RetryPolicy.retryAfter(status: 503, value: "7"), 7)
+        XCTAssertEqual(RetryPolicy.retryAfter(status: 429, value: " 3 "), 3)
+        XCTAssertNil(RetryPolicy.retryAfter(status: 500, value: "7"))
+        XCTAssertNil(RetryPolicy.retryAfter(status: nil, value: "7"))
+        XCTAssertNil(RetryPolicy.retryAfter(status: 503, value: nil))
+    }
+
     func testThatGarbageIsRefused() {
         for value in [
             "", "soon", "-5", "1.5", "5s", "0x10", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT",

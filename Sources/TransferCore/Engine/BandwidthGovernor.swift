@@ -120,7 +120,7 @@ final class ByteBudget {
         waiters[taker] = nil
     }
 
-    /// Takes `n` bytes (after ``delay(now:)`` returned 0).
+    /// Takes `n` bytes (after ``delay(now:for:)`` returned 0).
     func take(_ n: Int) {
         guard rate != nil else { return }
         tokens -= Double(n)

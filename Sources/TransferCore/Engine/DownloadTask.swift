@@ -1008,9 +1008,7 @@ final class DownloadTask: TransferTask {
         primaryReachedEnd = false
         if failed {
             let failure = error ?? TransferError(.network, "a range ended early", retryable: true)
-            let retryAfter =
-                (status == 429 || status == 503)
-                ? header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) } : nil
+            let retryAfter = RetryPolicy.retryAfter(status: status, value: header("retry-after"))
             if !rangeFailed(failure, retryAfter: retryAfter) { return true }
         }
         schedulePump()

@@ -150,8 +150,7 @@ public final class Engine: AttemptHost {
     private var onReserve = false
     /// Space set aside in the home, given up when the disk fills so bookkeeping can go on.
     private lazy var reserve = SpaceReserve(
-        path: ((store.path as NSString).deletingLastPathComponent as NSString)
-            .appendingPathComponent("aftransferd.reserve"))
+        path: (storeDirectory as NSString).appendingPathComponent("aftransferd.reserve"))
 
     /// Creates the engine; call ``recover()`` then ``start()``.
     public init(loop: EventLoop, store: JobStore, config: EngineConfig) throws {
@@ -357,22 +356,23 @@ public final class Engine: AttemptHost {
     /// and commits what is pending, so that the request's own write starts from a clean slate.
     /// - Throws: `disk_full` naming the disk; nothing is changed then.
     func ensureStoreWritable() throws {
-        let dir = (store.path as NSString).deletingLastPathComponent
         if !reserve.isHeld {
             // Spent on a full disk: new work waits until the reserve is back and room is left.
-            guard restoreReserve() else { throw homeFull(free: DiskSpace.available(at: dir) ?? 0) }
-        } else if let free = DiskSpace.available(at: dir), free < config.homeReserve {
+            let free = DiskSpace.available(at: storeDirectory) ?? 0
+            guard restoreReserve(free: free) else { throw homeFull(free: free) }
+        } else if let free = DiskSpace.available(at: storeDirectory), free < config.homeReserve {
             throw homeFull(free: free)
         }
         do { try commit() } catch { throw storeFailure(error) }
     }
 
-    /// Makes the reserve again when the home has room for it and the margin (the room checked
-    /// covers both: no second look is needed). Returns whether it is held.
+    /// The job database's directory (the home).
+    private var storeDirectory: String { (store.path as NSString).deletingLastPathComponent }
+
+    /// Makes the reserve again when the home, with `free` bytes available, has room for it and the
+    /// margin (the room checked covers both: no second look is needed). Returns whether it is held.
     @discardableResult
-    private func restoreReserve() -> Bool {
-        let dir = (store.path as NSString).deletingLastPathComponent
-        let free = DiskSpace.available(at: dir) ?? 0
+    private func restoreReserve(free: Int64) -> Bool {
         guard free >= reserve.size + config.homeReserve, reserve.acquire() else { return false }
         onReserve = false
         Log.info("the disk of the job database has room again: reserve \(reserve.path) restored")
@@ -381,11 +381,10 @@ public final class Engine: AttemptHost {
 
     /// The refusal of a request while the job database cannot be written for want of space.
     private func homeFull(free: Int64?) -> TransferError {
-        let dir = (store.path as NSString).deletingLastPathComponent
         let left = free.map { " (\(DiskSpace.describe($0)) free)" } ?? ""
         return TransferError(
             .diskFull,
-            "the disk holding the job database \(dir) is full\(left): nothing was added or changed; "
+            "the disk holding the job database \(storeDirectory) is full\(left): nothing was added or changed; "
                 + "free some space and try again",
             retryable: true)
     }
@@ -677,7 +676,7 @@ public final class Engine: AttemptHost {
             bandwidth.refresh(now: now)
             // Living on the reserve cuts the log after every commit: back to normal commits as
             // soon as the home has room, not only at the next request that changes a job.
-            if onReserve { restoreReserve() }
+            if onReserve { restoreReserve(free: DiskSpace.available(at: storeDirectory) ?? 0) }
         }
         // Stalls: under 1 byte/s for the stall window ends the attempt (``TransferTask/stalled``;
         // libcurl's low-speed check averages over several seconds and fires late).

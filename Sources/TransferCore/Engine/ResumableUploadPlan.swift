@@ -178,7 +178,7 @@ struct ResumableUploadPlan: Equatable {
                 == Self.interopVersion,
             let location = response.headers["location"],
             let resolved = Self.resolve(location, against: response.url ?? url),
-            !Self.downgrades(from: response.url ?? url, to: resolved)
+            !RedirectPolicy.downgrades(from: response.url ?? url, to: resolved)
         else { return false }  // no 104, another interop version, or an http URL for https: a plain upload
         uploadURL = resolved
         agreed = .ietf
@@ -202,7 +202,7 @@ struct ResumableUploadPlan: Equatable {
             else {
                 return .failed(Self.protocolError("the tus server created no upload (no Location in its \(s))"))
             }
-            if Self.downgrades(from: response.url ?? url, to: resolved) {
+            if RedirectPolicy.downgrades(from: response.url ?? url, to: resolved) {
                 // SPEC "Security": never https→http, for redirects too; the file would go in clear.
                 return .failed(
                     TransferError(
@@ -344,11 +344,6 @@ struct ResumableUploadPlan: Equatable {
             }
         }
         return nil
-    }
-
-    /// Whether going from `base` to `target` would leave https for http.
-    static func downgrades(from base: String, to target: String) -> Bool {
-        base.lowercased().hasPrefix("https:") && target.lowercased().hasPrefix("http:")
     }
 
     /// `location` resolved against `base`; nil unless http(s).

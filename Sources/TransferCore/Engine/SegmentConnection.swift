@@ -53,10 +53,7 @@ final class SegmentConnection {
     }
 
     /// Seconds the server asked to wait (`Retry-After` of a 429 or 503, SPEC "Retries"), if any.
-    var retryAfter: Double? {
-        guard status == 429 || status == 503 else { return nil }
-        return retryAfterValue.flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
-    }
+    var retryAfter: Double? { RetryPolicy.retryAfter(status: status, value: retryAfterValue) }
 
     /// The start and total of `Content-Range: bytes A-B/T`.
     var rangeStartAndTotal: (start: Int64, total: Int64?)? { contentRange.flatMap(HeaderLine.contentRange) }

@@ -316,11 +316,7 @@ class TransferTask {
     /// response than this task's last one asked for it (a range's), else that response's own.
     func complete(failure: TransferError, retryAfter given: Double? = nil) {
         guard phase != .ended else { return }
-        // SPEC: Retry-After is honoured (as a minimum) on 429 and 503.
-        let retryAfter =
-            given
-            ?? ((status == 429 || status == 503)
-                ? header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) } : nil)
+        let retryAfter = given ?? RetryPolicy.retryAfter(status: status, value: header("retry-after"))
         if phase == .transferring, let e = easy { engine.multi.remove(e) }
         phase = .finishing
         failed(failure) { self.report(.failed(failure, retryAfter: retryAfter)) }

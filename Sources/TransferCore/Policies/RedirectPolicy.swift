@@ -34,11 +34,17 @@ public enum RedirectPolicy {
         guard scheme == "http" || scheme == "https" else {
             return .failure(TransferError(.redirect, "redirect to a \(scheme): URL refused", retryable: false))
         }
-        let fromScheme = URLComponents(string: from)?.scheme?.lowercased()
-        if fromScheme == "https" && scheme == "http" {
+        if downgrades(from: from, to: location) {
             return .failure(TransferError(.redirect, "redirect from https to http refused", retryable: false))
         }
         return .success(location)
+    }
+
+    /// Whether going from `from` to `target` (absolute URLs) would leave https for http, which
+    /// SPEC never allows: not for a redirect, nor for a resumable upload's URL.
+    public static func downgrades(from: String, to target: String) -> Bool {
+        URLComponents(string: from)?.scheme?.lowercased() == "https"
+            && URLComponents(string: target)?.scheme?.lowercased() == "http"
     }
 
     /// Whether two URLs name the same host and port (credentials go only to the original one).

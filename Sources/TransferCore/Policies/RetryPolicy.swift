@@ -100,6 +100,13 @@ public struct RetryPolicy: Sendable {
         return max(0, date.timeIntervalSince(now))
     }
 
+    /// The wait a response asks for: its `Retry-After` (`value`) when its `status` is 429 or 503
+    /// (SPEC: honoured there as a minimum), else nil.
+    public static func retryAfter(status: Int?, value: String?, now: Date = Date()) -> Double? {
+        guard status == 429 || status == 503, let value else { return nil }
+        return parseRetryAfter(value, now: now)
+    }
+
     /// The longest `Retry-After` honoured (one day): a hostile or broken server cannot park a job
     /// for years, nor overflow the daemon's timers.
     public static let maxRetryAfter: Double = 86_400
