@@ -239,13 +239,24 @@ final class JobMachineTests: XCTestCase {
         }
     }
 
+    func testThatSetURLOfAnUploadIsRefusedNamingTheJobAndItsState() {
+        var upload = job(.paused)
+        upload.kind = .upload
+        guard case .failure(let r) = apply(.setURL("http://h/x", keepPart: false), upload) else {
+            return XCTFail("set-url of an upload accepted")
+        }
+        XCTAssertEqual(r.message, "cannot set the URL of job 7: it is a paused upload; set-url is for downloads")
+    }
+
     func testThatAFinishingJobRefusesEveryCommandButRemove() {
         for event in [JobEvent.pause, .cancel] {
             guard case .failure(let r) = apply(event, job(.running), finishing: true) else {
                 XCTFail("\(event) accepted while finishing")
                 continue
             }
-            XCTAssertTrue(r.message.contains("finishing"))
+            XCTAssertTrue(
+                r.message.hasPrefix("cannot \(event == .pause ? "pause" : "cancel") job 7: it is running"), r.message)
+            XCTAssertTrue(r.message.contains("moved into place"), r.message)
         }
         if case .failure = apply(.remove(deleteFiles: false), job(.running), finishing: true) {
             XCTFail("remove refused while finishing")

@@ -139,7 +139,9 @@ public enum JobMachine {
         if ctx.attemptFinishing, isControl(event), event != .remove(deleteFiles: false),
             event != .remove(deleteFiles: true)
         {
-            return .failure(JobRefusal(state: job.state, message: "job \(job.id) is finishing"))
+            return .failure(
+                JobRefusal(
+                    state: job.state, message: refusal(event, job, reason: "it is running and being moved into place")))
         }
         var p = JobPatch()
         switch (event, job.state) {
@@ -265,7 +267,10 @@ public enum JobMachine {
             (.setURL(let url, let keepPart), .waiting), (.setURL(let url, let keepPart), .failed):
             guard job.kind == .download else {
                 return .failure(
-                    JobRefusal(state: job.state, message: "job \(job.id) is an upload: set-url is for downloads"))
+                    JobRefusal(
+                        state: job.state,
+                        message: refusal(
+                            event, job, reason: "it is a \(job.state.rawValue) upload; set-url is for downloads")))
             }
             p.url = url
             if keepPart { return .success(JobTransition(patch: p, actions: [.notify])) }
@@ -344,7 +349,9 @@ public enum JobMachine {
         }
     }
 
-    private static func refusal(_ event: JobEvent, _ job: JobFacts) -> String {
+    /// The sentence a refusal shows, naming the job and its state: "cannot pause job 1: it is
+    /// completed". The CLI prints it as it is.
+    private static func refusal(_ event: JobEvent, _ job: JobFacts, reason: String? = nil) -> String {
         let verb: String
         switch event {
         case .pause: verb = "pause"
@@ -355,6 +362,6 @@ public enum JobMachine {
         case .setURL: verb = "set the URL of"
         default: return "job \(job.id) is \(job.state.rawValue): \(event) does not apply"
         }
-        return "cannot \(verb) job \(job.id): it is \(job.state.rawValue)"
+        return "cannot \(verb) job \(job.id): " + (reason ?? "it is \(job.state.rawValue)")
     }
 }

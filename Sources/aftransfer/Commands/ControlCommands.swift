@@ -19,12 +19,9 @@ enum ControlCommands {
                 "job \(job.id): " + (method == RPCMethod.transferRemove.rawValue ? "removed" : job.state.rawValue))
         }
         for refusal in result.refused {
-            // Each line names the job and its state once: the daemon's own sentence when it is one
-            // ("cannot pause job 1: it is completed"), else this one around its reason.
-            if let state = refusal.state {
-                Console.error(
-                    refusal.message.hasPrefix("cannot ")
-                        ? refusal.message : "cannot \(verb) job \(refusal.id) (\(state.rawValue)): \(refusal.message)")
+            // The daemon's sentence names the job and its state ("cannot pause job 1: it is completed").
+            if refusal.state != nil {
+                Console.error(refusal.message)
             } else {
                 Console.error("cannot \(verb) job \(refusal.id): no such job")
             }
