@@ -212,7 +212,7 @@ public final class JobStore {
     /// `now` becomes the `updatedAt` of every changed job.
     public func commit(_ batch: WriteBatch, now: Double) throws {
         guard !batch.isEmpty else { return }
-        try db.write { db in
+        try transaction { db in
             for (id, patch) in batch.patches {
                 var columns = ColumnSet()
                 var values: [DatabaseValue] = []
@@ -288,6 +288,23 @@ public final class JobStore {
                     try attempts.run([id.databaseValue])
                     try jobs.run([id.databaseValue])
                 }
+            }
+        }
+    }
+
+    /// Runs `body` in one immediate transaction whose `BEGIN` and `COMMIT` are cached statements
+    /// run straight through SQLite: GRDB's `write` prepares both afresh from SQL text on every
+    /// call, a sixth of the group commit that every loop pass makes with thousands of small files.
+    /// On an error the transaction is rolled back and the error thrown, as `write` does.
+    private func transaction(_ body: (Database) throws -> Void) throws {
+        try db.writeWithoutTransaction { db in
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").run([])
+            do {
+                try body(db)
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").run([])
+            } catch {
+                if db.isInsideTransaction { try? db.rollback() }
+                throw error
             }
         }
     }
