@@ -12,6 +12,20 @@ final class JobSnapshotTests: XCTestCase {
             updatedAt: "2026-11-21T20:00:00Z", completedAt: nil, history: [])
     }
 
+    func testThatOnlyAnOpenHistoryEntryTakesTheRunningAttemptsStatusAndBytes() {
+        var closed = AttemptRecord(attempt: 1, startedAt: "a")
+        closed.endedAt = "b"
+        closed.httpStatus = 503
+        let open = AttemptRecord(attempt: 2, startedAt: "c")
+        let live = LiveProgress(bytes: 42, total: nil, rate: 1, httpStatus: 206)
+        let shown = Engine.withOpenEntry([closed, open], at: 1, live)
+        XCTAssertEqual(shown[0], closed)
+        XCTAssertEqual(shown[1].httpStatus, 206)
+        XCTAssertEqual(shown[1].bytes, 42)
+        XCTAssertEqual(Engine.withOpenEntry([closed], at: 0, live), [closed], "an ended entry keeps its figures")
+        XCTAssertEqual(Engine.withOpenEntry([closed], at: 1, live), [closed], "no entry at that index yet")
+    }
+
     func testThatEveryFieldOfTheJobObjectIsPresentEvenWhenNull() throws {
         let data = try JSONEncoder().encode(sample())
         let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])

@@ -47,6 +47,20 @@ def test_a_download_from_nginx_completes_with_the_exact_bytes(daemon, nginx):
     assert no_part_files(daemon.work)
 
 
+def test_a_running_jobs_open_history_entry_shows_its_status_and_bytes_so_far(daemon, faultserver, key):
+    id = daemon.download(faultserver.url(size=4_000_000, key=key, slow=200_000), "-o", daemon.work / "open.bin")
+    wait_until(lambda: daemon.job(id)["bytes"] > 400_000, 20, "some bytes")
+    for command in (("status", str(id), "--json"), ("list", "--json")):
+        out = daemon.cli_json(*command)
+        job = out if isinstance(out, dict) else next(j for j in out if j["id"] == id)
+        assert job["state"] == "running", job
+        entry = job["history"][-1]
+        assert len(job["history"]) == job["attempts"] == 1 and entry["endedAt"] is None, job["history"]
+        assert entry["httpStatus"] == job["httpStatus"] == 200, job
+        assert entry["bytes"] == job["bytes"] > 400_000, job
+    daemon.cli("cancel", str(id))
+
+
 def test_download_prints_the_new_jobs_id_alone_on_stdout(daemon, faultserver, key):
     r = daemon.cli("download", faultserver.url(size=10, key=key), "-o", daemon.work / "a", check=0)
     assert re.fullmatch(r"\d+\n?", r.out), f"stdout is not an id alone: {r.out!r}"

@@ -1061,6 +1061,17 @@ public final class Engine: AttemptHost {
             httpStatus: t.lastStatus)
     }
 
+    /// `history` with its running attempt's entry (at `seq`, still open) showing that attempt's
+    /// status and bytes so far, as the job object's own `httpStatus` and `bytes` do: the stored
+    /// entry has them only from its last checkpoint.
+    static func withOpenEntry(_ history: [AttemptRecord], at seq: Int, _ progress: LiveProgress) -> [AttemptRecord] {
+        guard seq < history.count, history[seq].endedAt == nil else { return history }
+        var history = history
+        history[seq].bytes = progress.bytes
+        if let status = progress.httpStatus { history[seq].httpStatus = status }
+        return history
+    }
+
     /// A job's object now; with `ending`, as that ending leaves it (a running job being removed).
     private func snapshot(_ id: Int64, ending: JobPatch? = nil) -> JobSnapshot? {
         guard var r = record(id) else { return nil }
@@ -1076,7 +1087,10 @@ public final class Engine: AttemptHost {
         listing.nextRetryAt = nextRetryAt(id, stored: listing.nextRetryAt)
         if let t = tasks[id] {
             listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
-            return JobSnapshot(listing, live: r.state == .running ? live(t) : nil, lastBytes: lastBytes[id])
+            guard r.state == .running else { return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id]) }
+            let progress = live(t)
+            listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
+            return JobSnapshot(listing, live: progress, lastBytes: lastBytes[id])
         }
         return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
     }
@@ -1099,7 +1113,10 @@ public final class Engine: AttemptHost {
             if let t = tasks[l.id] {
                 var listing = JobListing(t.record)
                 listing.history = l.history
-                return JobSnapshot(listing, live: t.record.state == .running ? live(t) : nil)
+                guard t.record.state == .running else { return JobSnapshot(listing, live: nil) }
+                let progress = live(t)
+                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
+                return JobSnapshot(listing, live: progress)
             }
             var l = l
             l.nextRetryAt = nextRetryAt(l.id, stored: l.nextRetryAt)
