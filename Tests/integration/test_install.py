@@ -73,6 +73,9 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
             assert "NAME" in m.stdout and "SYNOPSIS" in m.stdout, m.stdout[:500]
             for w in words:
                 assert w in m.stdout, (page, w)
+            if page == "aftransferd.1":
+                # The daemon has no subcommands: the page must not offer any (nor `help`).
+                assert "subcommand" not in m.stdout, m.stdout
 
         # Bash completion works when sourced.
         completion = prefix / "share" / "bash-completion" / "completions" / "aftransfer"
@@ -83,6 +86,12 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
                   "COMP_POINT=${#COMP_LINE}; _aftransfer aftransfer set-u aftransfer; printf '%s\\n' \"${COMPREPLY[@]}\"")
         c = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
         assert c.stdout.split() == ["set-url"], c
+        line = "aftransfer upload --resumable "
+        script = (f"source '{completion}'; COMP_WORDS=(aftransfer upload --resumable ''); COMP_CWORD=3; "
+                  f"COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; _aftransfer aftransfer '' --resumable; "
+                  "printf '%s\\n' \"${COMPREPLY[@]}\"")
+        c = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+        assert sorted(c.stdout.split()) == ["auto", "off", "tus"], c
         assert "aftransfer" in (prefix / "share" / "zsh" / "site-functions" / "_aftransfer").read_text()
         assert "complete -c 'aftransfer'" in (prefix / "share" / "fish" / "vendor_completions.d" /
                                             "aftransfer.fish").read_text()

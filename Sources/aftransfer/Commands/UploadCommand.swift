@@ -46,7 +46,7 @@ struct UploadCommand: ParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Resumable upload: auto (IETF draft, plain if the server does not offer it), tus (tus 1.0) or off (default auto).",
-            valueName: "mode"))
+            valueName: "mode"), completion: .list(ResumableMode.allCases.map(\.rawValue)))
     var resumable: String?
 
     @Option(help: ArgumentHelp("The source file's expected SHA-256 (hex), checked before sending.", valueName: "hex"))
