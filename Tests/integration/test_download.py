@@ -58,6 +58,11 @@ def test_a_running_jobs_open_history_entry_shows_its_status_and_bytes_so_far(dae
         assert len(job["history"]) == job["attempts"] == 1 and entry["endedAt"] is None, job["history"]
         assert entry["httpStatus"] == job["httpStatus"] == 200, job
         assert entry["bytes"] == job["bytes"] > 400_000, job
+    # Checkpoints change the job (once a second while bytes flow): its updatedAt moves on.
+    before = daemon.job(id)["updatedAt"]
+    time.sleep(2.2)
+    after = daemon.job(id)
+    assert after["state"] == "running" and after["updatedAt"] > before, (before, after)
     daemon.cli("cancel", str(id))
 
 

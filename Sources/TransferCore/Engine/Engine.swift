@@ -414,12 +414,23 @@ public final class Engine: AttemptHost {
     func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil) {
         guard !patch.isEmpty else { return }
         batch.patch(id, patch)
-        tasks[id]?.record.apply(patch)
-        ending[id]?.apply(patch)
-        vanishing[id]?.apply(patch)  // a job being removed: what its later actions read
+        // Each copy held in memory changes as the row will, `updatedAt` too (the commit writes now).
+        let now = Timestamp.now()
+        if let task = tasks[id] {
+            task.record.apply(patch)
+            task.record.updatedAt = now
+        }
+        if ending[id] != nil {
+            ending[id]?.apply(patch)
+            ending[id]?.updatedAt = now
+        }
+        if vanishing[id] != nil {
+            vanishing[id]?.apply(patch)  // a job being removed: what its later actions read
+            vanishing[id]?.updatedAt = now
+        }
         if queuedRecords[id] != nil {
             queuedRecords[id]?.apply(patch)
-            queuedRecords[id]?.updatedAt = Timestamp.now()  // as the commit will write it
+            queuedRecords[id]?.updatedAt = now
         }
         scheduler.apply(patch, to: id, loaded: loaded)
     }
