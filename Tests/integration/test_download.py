@@ -66,6 +66,15 @@ def test_a_running_jobs_open_history_entry_shows_its_status_and_bytes_so_far(dae
     daemon.cli("cancel", str(id))
 
 
+def test_an_international_host_name_is_fetched_as_curl_fetches_it(daemon, faultserver, key):
+    # libcurl converts the name with libidn2 (xn--bcher-kva.localhost); *.localhost is loopback.
+    url = faultserver.url(size=1000, key=key, host="bücher.localhost")
+    id = daemon.download(url, "-o", daemon.work / "idn.bin")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert job["url"] == url and (daemon.work / "idn.bin").stat().st_size == 1000
+    assert faultserver.log(key)[0]["headers"]["host"].startswith("xn--bcher-kva.localhost:"), faultserver.log(key)
+
+
 def test_download_prints_the_new_jobs_id_alone_on_stdout(daemon, faultserver, key):
     r = daemon.cli("download", faultserver.url(size=10, key=key), "-o", daemon.work / "a", check=0)
     assert re.fullmatch(r"\d+\n?", r.out), f"stdout is not an id alone: {r.out!r}"

@@ -41,7 +41,14 @@ public final class CurlMulti {
     }
 
     /// libcurl's global set-up; once per process, before any handle (the daemon calls it at start).
-    public static func globalInit() { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }
+    /// The character type is set to UTF-8 first: libcurl converts an international host name
+    /// (`bücher.example`) with libidn2 from the locale's encoding, and in the "C" locale that the
+    /// daemon otherwise runs in every such URL failed as malformed (`curl` itself sets the locale).
+    /// Only `LC_CTYPE` changes: numbers and messages stay as they are.
+    public static func globalInit() {
+        if setlocale(LC_CTYPE, "C.UTF-8") == nil { _ = setlocale(LC_CTYPE, "C.utf8") }
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }
 
     /// Creates a multi handle wired to `loop`.
     public init(loop: EventLoop) throws {
