@@ -152,6 +152,34 @@ final class RequestValidatorTests: XCTestCase {
         assertRefused(download("http://h:0/x"), mentioning: "url")
         assertRefused(download("http://h:65536/x"), mentioning: "url")
         XCTAssertNoThrow(try RequestValidator.validate(download("http://h:65535/x")))
+        // Digits too many for an integer: Foundation then reports no port at all.
+        assertRefusedURL("http://127.0.0.1:99999999999999999999/x", saying: "port out of range")
+        assertRefusedURL("http://h:18446744073709551617", saying: "port out of range")
+        for fine in ["http://h:/x", "http://h:00080/x", "http://u:p@h:8080?q", "http://[::1]:8080/x", "http://[::1]"] {
+            XCTAssertNoThrow(try RequestValidator.validate(download(fine)), fine)
+        }
+    }
+
+    private func assertRefusedURL(_ url: String, saying words: String, line: UInt = #line) {
+        assertRefused(download(url), mentioning: "url", line: line)
+        XCTAssertThrowsError(try RequestValidator.validate(download(url)), line: line) { error in
+            let message = (error as? TransferError)?.message ?? ""
+            XCTAssertTrue(words.isEmpty || message.contains(words), message, line: line)
+        }
+    }
+
+    func testThatAHostLibcurlWouldRefuseIsRefused() {
+        assertRefusedURL("http://[zz::1]/x", saying: "IPv6")
+        assertRefusedURL("http://[::1]x/x", saying: "")
+        for bad in ["http://a%20b/x", "http://a%2Fb/x", "http://a%zz/x", "http://a$b/x", "http://a(b)/x"] {
+            assertRefusedURL(bad, saying: bad.contains("%zz") ? "" : "host name")
+        }
+        for fine in [
+            "http://b%C3%BCcher.example/x", "http://bücher.example/x", "http://a_b-c.example/x",
+            "http://[fe80::1%25lo]/",
+        ] {
+            XCTAssertNoThrow(try RequestValidator.validate(download(fine)), fine)
+        }
     }
 
     func testThatARefusedURLMessageHidesThePassword() {

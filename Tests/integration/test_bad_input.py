@@ -32,6 +32,9 @@ BAD_URLS = [
     "http://127.0.0.1:99999/x",
     "http://[::1/x",
     "http://127.0.0.1/a\nb",
+    "http://127.0.0.1:99999999999999999999/x",  # digits past any integer: Foundation sees no port
+    "http://[zz::1]/x",
+    "http://a%20b/x",
 ]
 
 

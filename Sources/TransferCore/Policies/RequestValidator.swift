@@ -198,7 +198,58 @@ public enum RequestValidator {
         if let port = components.port, !(1...65535).contains(port) {
             throw invalid("url: port \(port) is out of range")
         }
+        if let problem = authorityProblem(url.utf8.dropFirst(scheme.utf8.count + 3)) {
+            throw invalid("url: \"\(URLRedaction.redact(url))\" \(problem)")
+        }
         return lowerScheme + url.dropFirst(scheme.count)
+    }
+
+    /// Characters libcurl refuses in a host name once it is percent-decoded (`hostname_check` of
+    /// its URL parser): a URL with one would be queued only to fail as malformed.
+    private static let badHostBytes = Set("\r\n\t /:#?!@{}[]\\$'\"^`*<>=;,+&()%".utf8)
+
+    /// What libcurl would refuse in the authority (the text after `scheme://`) that URLComponents
+    /// lets through: a port too long for an integer (it has no `port` then), an IPv6 literal that
+    /// is not one, a host with a character curl refuses. Nil when there is nothing to say.
+    private static func authorityProblem(_ rest: Substring.UTF8View) -> String? {
+        let end = rest.firstIndex(where: {
+            $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+        })
+        var authority = Array(rest[..<(end ?? rest.endIndex)])
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority.removeFirst(at + 1) }
+        var port: ArraySlice<UInt8> = []
+        if authority.first == UInt8(ascii: "[") {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return "has an unclosed [" }
+            var literal = String(decoding: authority[1..<close], as: UTF8.self)
+            if let zone = literal.range(of: "%25") { literal = String(literal[..<zone.lowerBound]) }
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, literal, &address) == 1 else { return "has a bad IPv6 address in []" }
+            let after = authority[(close + 1)...]
+            if let colon = after.first {
+                guard colon == UInt8(ascii: ":") else { return "has text after its IPv6 address" }
+                port = after.dropFirst()
+            }
+        } else {
+            var host = authority[...]
+            if let colon = authority.lastIndex(of: UInt8(ascii: ":")) {
+                host = authority[..<colon]
+                port = authority[(colon + 1)...]
+            }
+            let decoded = String(decoding: host, as: UTF8.self).removingPercentEncoding.map { Array($0.utf8) }
+            guard let decoded, !decoded.contains(where: badHostBytes.contains) else {
+                return "has a character its host name cannot have"
+            }
+        }
+        guard port.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return "has a port that is not a number"
+        }
+        let digits = port.drop(while: { $0 == UInt8(ascii: "0") })
+        if !port.isEmpty
+            && (digits.isEmpty || digits.count > 5 || Int(String(decoding: digits, as: UTF8.self))! > 65535)
+        {
+            return "has a port out of range (1 to 65535)"
+        }
+        return nil
     }
 
     // MARK: - Downloads
