@@ -66,6 +66,18 @@ struct AFTransferDaemon: ParsableCommand {
         if let i = Paths.firstArgumentNotUTF8() {
             throw ValidationError("argument \(i) is not valid UTF-8 (paths and options must be UTF-8)")
         }
+        // As the CLI: an unset variable in a script must not reach (or start on) the default home.
+        if home?.isEmpty == true { throw ValidationError("--home cannot be empty.") }
+        if socket?.isEmpty == true { throw ValidationError("--socket cannot be empty.") }
+        if let onEnd {
+            // As the CLI's --on-end (RequestValidator): a command that says nothing is a mistake.
+            if onEnd.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                throw ValidationError("--on-end cannot be empty.")
+            }
+            if onEnd.unicodeScalars.contains("\0") || onEnd.utf8.count > RequestValidator.maxOnEndBytes {
+                throw ValidationError("--on-end contains NUL or is longer than \(RequestValidator.maxOnEndBytes) bytes.")
+            }
+        }
         guard (1...256).contains(maxActive) else { throw ValidationError("--max-active must be 1...256") }
         guard (1...256).contains(maxPerHost) else { throw ValidationError("--max-per-host must be 1...256") }
         guard (1...EngineConfig.maxConnections).contains(connections) else {
@@ -84,7 +96,7 @@ struct AFTransferDaemon: ParsableCommand {
         engine.maxActive = maxActive
         engine.stallTimeout = stallTimeout
         engine.checkpointInterval = checkpointInterval
-        engine.onEnd = onEnd.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+        engine.onEnd = onEnd
         engine.maxPerHost = maxPerHost
         engine.connections = connections
         var config = DaemonConfiguration(paths: Paths.resolve(home: home, socket: socket), engine: engine)

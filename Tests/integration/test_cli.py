@@ -252,6 +252,15 @@ def test_several_ids_act_on_each_one_they_can_and_exit_2_if_any_was_refused(daem
     daemon.cli("cancel", a, b, check=0)
 
 
+def test_an_id_given_twice_is_acted_on_once_and_not_refused(daemon, faultserver, key):
+    a = daemon.download(slow_url(faultserver, key), "-o", daemon.work / "a")
+    daemon.wait_state(a, "running")
+    r = daemon.cli("pause", a, a, check=0)
+    assert r.rc == 0 and r.out.split("\n").count(f"job {a}: paused") == 1 and r.err == "", r
+    r = daemon.cli("remove", a, a, check=0)
+    assert r.rc == 0 and r.out.strip() == f"job {a}: removed" and r.err == "", r
+
+
 def test_pause_works_on_a_queued_job(faultserver, key, daemon_factory):
     d = daemon_factory(args=("--max-active", "1"))
     blocker = d.download(slow_url(faultserver, key + "x"), "-o", d.work / "x")

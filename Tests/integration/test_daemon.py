@@ -208,8 +208,10 @@ def test_a_peer_with_another_uid_is_not_served_even_when_the_socket_is_opened_up
     assert "result" in daemon.rpc("daemon.status")
 
 
-@pytest.mark.parametrize("opts", [("--max-active", "0"), ("--bogus",), ("--stall-timeout", "x"), ("--connections",)],
-                         ids=["out-of-range", "unknown", "not-a-number", "missing-value"])
+@pytest.mark.parametrize("opts", [("--max-active", "0"), ("--bogus",), ("--stall-timeout", "x"), ("--connections",),
+                                  ("--home", ""), ("--socket", ""), ("--on-end", " ")],
+                         ids=["out-of-range", "unknown", "not-a-number", "missing-value", "empty-home", "empty-socket",
+                              "empty-on-end"])
 def test_the_daemon_refuses_bad_options_with_exit_2_and_a_message(daemon_factory, opts):
     d = daemon_factory(start=False)
     p = subprocess.run(d.command(opts), capture_output=True, text=True, timeout=15, env=d.env)

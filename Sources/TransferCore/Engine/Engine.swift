@@ -981,19 +981,11 @@ public final class Engine: AttemptHost {
         }
         var decisions: [(Int64, Decision)] = []
         var probe = WriteBatch()
-        // The facts as this command leaves them, so that an id given twice is decided on the
-        // first one's outcome (nil: removed by this command).
-        var seen: [Int64: JobFacts?] = [:]
-        for id in ids {
-            let current: JobFacts?
-            if let known = seen[id] {
-                current = known
-            } else if let f = scheduler.facts[id] {
-                current = f
-            } else {
-                current = record(id).map(JobFacts.init)
-            }
-            guard let facts = current else {
+        // An id given twice is one request: acted on once, never refused for the repeat
+        // (`resume 5 5` resumes job 5 and exits 0, as `kill 5 5` signals it once).
+        var given = Set<Int64>()
+        for id in ids where given.insert(id).inserted {
+            guard let facts = scheduler.facts[id] ?? record(id).map(JobFacts.init) else {
                 decisions.append((id, .refuse(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))))
                 continue
             }
@@ -1005,12 +997,7 @@ public final class Engine: AttemptHost {
                 for kept in owed { probe.putOwedHook(kept) }
                 if t.actions.contains(.deleteRow) {
                     probe.delete(id)
-                    seen[id] = .some(nil)
                     vanishing[id] = record(id)
-                } else {
-                    var after = facts
-                    after.apply(t.patch)
-                    seen[id] = after
                 }
             case .failure(let refusal):
                 decisions.append(
