@@ -75,7 +75,8 @@ struct AFTransferDaemon: ParsableCommand {
                 throw ValidationError("--on-end cannot be empty.")
             }
             if onEnd.unicodeScalars.contains("\0") || onEnd.utf8.count > RequestValidator.maxOnEndBytes {
-                throw ValidationError("--on-end contains NUL or is longer than \(RequestValidator.maxOnEndBytes) bytes.")
+                throw ValidationError(
+                    "--on-end contains NUL or is longer than \(RequestValidator.maxOnEndBytes) bytes.")
             }
         }
         guard (1...256).contains(maxActive) else { throw ValidationError("--max-active must be 1...256") }
