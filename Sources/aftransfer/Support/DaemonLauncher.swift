@@ -64,9 +64,16 @@ enum DaemonLauncher {
             posix_spawn_file_actions_destroy(&actions)
             posix_spawnattr_destroy(&attributes)
         }
+        // The log is opened here, not by the spawn: a home the daemon could not write to is then
+        // reported as the log it could not open, not as a daemon that "cannot start".
+        let log = open(paths.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard log >= 0 else {
+            throw LaunchError(message: "cannot open the daemon's log \(paths.log): \(String(cString: strerror(errno)))")
+        }
+        defer { _ = close(log) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, paths.log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_adddup2(&actions, log, 1)
+        posix_spawn_file_actions_adddup2(&actions, log, 2)
         // The daemon must not inherit this process's signal mask or ignored signals.
         var noSignals = sigset_t()
         sigemptyset(&noSignals)
@@ -120,6 +127,8 @@ enum DaemonLauncher {
                 var status: Int32 = 0
                 if waitpid(child, &status, WNOHANG) == child { childStatus = status }
             }
+            // Ours has exited and no other daemon holds the home's lock: none is coming up.
+            if childStatus != nil && DaemonLock.isHeld(at: paths.lock) != true { break }
             if Date() >= deadline { break }
             usleep(50_000)
         }
