@@ -87,6 +87,13 @@ def test_a_list_line_whose_file_means_a_directory_is_refused(daemon, faultserver
     assert not (daemon.work / "newdir").exists()
 
 
+@pytest.mark.parametrize("name,reason", [("missing.txt", "No such file or directory"), ("adir", "Is a directory")])
+def test_a_list_that_cannot_be_read_is_refused_with_the_reason(daemon, name, reason):
+    (daemon.work / "adir").mkdir(exist_ok=True)
+    r = daemon.cli("download", "-i", daemon.work / name, "-d", daemon.work)
+    assert_refused(daemon, r, mention=f"cannot read the list {daemon.work / name}: {reason}")
+
+
 @pytest.mark.parametrize("option", ["--cacert", "--pin-cert"])
 def test_a_certificate_file_without_a_pem_certificate_is_refused_at_once(daemon, faultserver, key, option):
     not_pem = daemon.work / "not.pem"

@@ -82,10 +82,22 @@ struct ListFile {
         if path == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
-            guard let contents = FileManager.default.contents(atPath: Paths.absolute(path)) else {
-                throw CLIFailure.usage("cannot read the list \(path)")
+            // Opened here so that a refusal gives the system's reason (no such file, permission
+            // denied, a directory), which Foundation's reading errors do not.
+            let fd = open(Paths.absolute(path), O_RDONLY | O_CLOEXEC)
+            func refuse(_ code: Int32) -> CLIFailure {
+                CLIFailure.usage("cannot read the list \(path): \(String(cString: strerror(code)))")
             }
-            data = contents
+            guard fd >= 0 else { throw refuse(errno) }
+            let file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            var info = stat()
+            if fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { throw refuse(EISDIR) }
+            do {
+                data = try file.readToEnd() ?? Data()
+            } catch {
+                let e = error as NSError
+                throw e.domain == NSPOSIXErrorDomain ? refuse(Int32(e.code)) : refuse(EIO)
+            }
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw CLIFailure.usage("the list \(path) is not UTF-8 text")
