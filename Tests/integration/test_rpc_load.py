@@ -194,3 +194,38 @@ def test_three_hundred_clients_and_a_flood_of_malformed_requests_change_nothing(
     wait_until(lambda: rss_kib(pid) < rss_before + 24 * 1024, 10,
                f"the daemon's memory to come back near {rss_before} KiB (now {rss_kib(pid)} KiB)")
     print(f"RSS {rss_kib(pid)} KiB once the clients are gone")
+
+
+def test_a_client_that_does_not_read_its_answers_is_not_read_either(daemon_factory, faultserver, key):
+    # 400 `transfer.list` requests in one write, none of their answers read (~250 KB each): the
+    # daemon stops reading that client once a megabyte of answers waits, instead of holding 100 MB
+    # of them; everyone else is served meanwhile, and the client gets every answer, in order, once
+    # it reads.
+    d = daemon_factory(args=("--max-active", "1"))
+    lst = d.work / "list.txt"
+    lst.write_text("".join(f"{faultserver.url('/data', size=10, seed=i, key=key, slow=1)}\n" for i in range(300)))
+    assert d.cli("download", "-i", lst, "-d", d.work).rc == 0
+    pid = d.cli_json("daemon", "status", "--json")["pid"]
+    before = rss_kib(pid)
+    flood = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    flood.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    flood.connect(str(d.socket))
+    requests = 400
+    flood.sendall(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"transfer.list"}\n' % i for i in range(requests)))
+    time.sleep(2)
+    started = time.monotonic()
+    assert "result" in d.rpc("daemon.status", timeout=5)
+    assert time.monotonic() - started < 1, "another client waited behind the flood"
+    grown = rss_kib(pid) - before
+    assert grown < 40_000, f"the daemon holds {grown} KiB of answers nobody reads"
+    flood.settimeout(60)
+    answers, pending = [], b""
+    while len(answers) < requests:
+        chunk = flood.recv(1 << 20)
+        assert chunk, f"the connection closed after {len(answers)} answers"
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        answers += [json.loads(line) for line in lines if line]
+    flood.close()
+    assert [a["id"] for a in answers] == list(range(requests))
+    assert all(len(a["result"]) == 300 for a in answers)

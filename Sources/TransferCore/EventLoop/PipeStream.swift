@@ -38,9 +38,21 @@ public final class PipeStream {
     /// Bytes handed to ``write(_:completion:)`` that the kernel has not taken yet.
     public var writeQueueSize: Int { isClosed ? 0 : uv_stream_get_write_queue_size(stream) }
 
-    /// Starts delivering reads to ``onRead``.
+    /// Whether reads are being delivered (between ``startReading()`` and ``stopReading()``).
+    public private(set) var isReading = false
+
+    /// Stops delivering reads until ``startReading()``: the kernel's buffer fills and the peer's
+    /// writes wait (backpressure). A closed stream is left as it is.
+    public func stopReading() {
+        guard !isClosed, isReading else { return }
+        isReading = false
+        uv_read_stop(stream)
+    }
+
+    /// Starts delivering reads to ``onRead`` (again, after ``stopReading()``).
     public func startReading() {
-        guard !isClosed else { return }
+        guard !isClosed, !isReading else { return }
+        isReading = true
         let rc = uv_read_start(
             stream,
             { _, suggested, buf in

@@ -8,6 +8,14 @@ public final class RPCConnection {
     public static let maxMessageSize = 1 << 20
     /// A subscriber whose unread output exceeds this is dropped.
     static let maxQueuedOutput = 16 << 20
+    /// Answers a client has not read beyond which its further requests wait, unread, until it
+    /// reads them: a client that sends requests without reading the answers must not make the
+    /// daemon hold them all (a thousand `transfer.list` answers of a megabyte each).
+    static let maxUnreadAnswers = 1 << 20
+    /// Streamed answers waiting behind one another beyond which requests wait in the same way.
+    static let maxQueuedStreams = 16
+    /// Requests handled from one read before their answers are sent and the backlog looked at.
+    static let requestsPerRound = 64
 
     /// A number naming the connection for its lifetime (batches belong to one connection).
     public let number: Int
@@ -48,7 +56,38 @@ public final class RPCConnection {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         buffer.append(contentsOf: bytes)
+        handleInput()
+    }
+
+    /// Whether this client has more answers waiting than it should before it reads them.
+    private var backlogged: Bool {
+        pipe.writeQueueSize + queuedBytes > Self.maxUnreadAnswers || queue.count > Self.maxQueuedStreams
+    }
+
+    /// Handles the buffered requests, a round of ``requestsPerRound`` at a time with its answers
+    /// sent after each; while the client is ``backlogged`` the rest wait and its socket is not
+    /// read (``outputTaken()`` goes on once it has read).
+    private func handleInput() {
+        while !closed {
+            if backlogged {
+                pipe.stopReading()
+                return
+            }
+            if !handleLines(upTo: Self.requestsPerRound) { break }
+        }
+        pipe.startReading()
+    }
+
+    /// Some output reached the kernel: requests held back by a backlog go on if it is gone.
+    private func outputTaken() {
+        if !closed && !pipe.isReading && !backlogged { handleInput() }
+    }
+
+    /// Handles up to `limit` complete lines of the buffer, then sends their answers.
+    /// - Returns: whether a complete line is still waiting.
+    private func handleLines(upTo limit: Int) -> Bool {
         defer { server.endOfInput() }
+        var handled = 0
         // Lines are taken from `start` on and the consumed prefix is dropped once at the end: one
         // move of the buffer a read, not one a line (a read of 64 KiB can hold hundreds of lines).
         var start = 0
@@ -59,6 +98,7 @@ public final class RPCConnection {
             }
         }
         while !closed {
+            if handled == limit { return buffer[max(start, scanned)...].contains(0x0A) }
             guard let nl = buffer[max(start, scanned)...].firstIndex(of: 0x0A) else {
                 scanned = buffer.count
                 if buffer.count - start > Self.maxMessageSize && !discarding {
@@ -70,7 +110,7 @@ public final class RPCConnection {
                     scanned = 0
                     start = 0
                 }
-                return
+                return false
             }
             let line = buffer[start..<nl]
             start = nl + 1
@@ -80,12 +120,14 @@ public final class RPCConnection {
                 discarding = false
                 continue
             }
+            handled += 1
             if line.count > Self.maxMessageSize {
                 server.reject(self, RPCError(code: RPCErrorCode.tooLarge, message: "message over 1 MiB"))
                 continue
             }
             server.handleLine(Array(line), from: self)
         }
+        return false
     }
 
     // MARK: - Output
@@ -130,7 +172,7 @@ public final class RPCConnection {
         switch output {
         case .bytes(let b):
             pipe.write(b) { [weak self] ok in
-                if !ok { self?.close() }
+                if !ok { self?.close() } else { self?.outputTaken() }
             }
         case .stream(let head, let stream):
             streaming = stream
@@ -148,7 +190,7 @@ public final class RPCConnection {
             writer.key("}\n")
             streaming = nil
             pipe.write(writer.bytes) { [weak self] ok in
-                if !ok { self?.close() }
+                if !ok { self?.close() } else { self?.outputTaken() }
             }
             drainQueue()
             return
