@@ -35,6 +35,35 @@ def test_transfer_add_refuses_a_param_it_does_not_know(daemon, faultserver, key)
     assert daemon.jobs() == []
 
 
+def test_every_method_refuses_a_param_it_does_not_know_and_changes_nothing(daemon, faultserver, key):
+    dest = daemon.work / "kept.bin"
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", dest)
+    daemon.wait_state(id, "completed")
+    cases = [
+        ("transfer.remove", {"ids": [id], "deletefiles": True}, "deletefiles"),  # must not remove, keeping the file
+        ("transfer.pause", {"ids": [id], "deleteFiles": True}, "deleteFiles"),  # remove's own member
+        ("transfer.list", {"State": "failed"}, "State"),
+        ("transfer.get", {"id": id, "x": 1}, "x"),
+        ("transfer.curl", {"id": id, "x": 1}, "x"),
+        ("transfer.setUrl", {"id": id, "url": faultserver.url(size=10, key=key), "keep": True}, "keep"),
+        ("transfer.addMany", {"batchId": "Z", "requests": [{"url": faultserver.url(size=10, key=key),
+                                                            "destination": str(daemon.work / "b.bin")}],
+                              "final": False}, "batchId"),
+        ("daemon.limits", {"downlaod": "1M"}, "downlaod"),
+        ("events.subscribe", {"id": [id]}, "id"),
+        ("daemon.status", {"verbose": True}, "verbose"),
+        ("daemon.shutdown", {"now": True}, "now"),
+    ]
+    for method, params, unknown in cases:
+        resp = daemon.rpc(method, params)
+        assert resp.get("error", {}).get("code") == -32602, (method, resp)
+        assert resp["error"]["data"]["code"] == "invalid_request", (method, resp)
+        assert resp["error"]["message"] == f"unknown param {unknown}", (method, resp)
+    assert [j["id"] for j in daemon.jobs()] == [id] and dest.exists()
+    assert daemon.rpc_result("daemon.limits", {}) == daemon.rpc_result("daemon.limits")
+    assert "result" in daemon.rpc("daemon.status")  # still running
+
+
 def test_transfer_add_with_a_directory_takes_the_suggested_name(daemon, faultserver, key):
     job = add(daemon, url=faultserver.url("/n/suggested.bin", size=10, key=key), directory=str(daemon.work))
     done = daemon.wait_state(job["id"], "completed")

@@ -24,6 +24,25 @@ public struct RPCRequest {
     /// The daemon's services.
     public var context: RPCContext
 
+    /// Refuses params naming a member the method does not have (`-32602`, `invalid_request`,
+    /// "unknown param NAME", the first in sorted order), as the CLI refuses an unknown option: a
+    /// misspelt member must not change what a method does quietly (`"deletefiles": true` removing
+    /// a job and leaving its file, `"final": false` under a misspelt `batch` queuing a part at once).
+    /// - Parameter names: the method's members.
+    public func refuseUnknownMembers(_ names: Set<String>) throws {
+        guard case .object(let members)? = params else { return }
+        if let name = members.keys.filter({ !names.contains($0) }).min() {
+            throw RPCError.refusedInput(.invalidRequest, "unknown param \(name)")
+        }
+    }
+
+    /// Decodes the params as `T` (absent params as `{}`), refusing a member `T` does not have.
+    /// - Throws: ``RPCError`` as ``refuseUnknownMembers(_:)`` and ``decode(_:)`` do.
+    public func decode<T: Decodable>(_ type: T.Type, members: Set<String>) throws -> T {
+        try refuseUnknownMembers(members)
+        return try decode(type)
+    }
+
     /// Decodes the params as `T` (absent params as `{}`).
     /// - Throws: ``RPCError/invalidParams(_:)`` naming the field that does not fit.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {

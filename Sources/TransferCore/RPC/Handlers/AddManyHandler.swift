@@ -9,7 +9,7 @@ struct AddManyHandler: RPCHandler {
     var changesJobs: Bool { true }
 
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(Shape.self)
+        let params = try request.decode(Shape.self, members: ["batch", "requests", "final"])
         // Each request decoded on its own: one that does not decode is refused by its index, as
         // one that does not validate is.
         let raw: [JSONValue]

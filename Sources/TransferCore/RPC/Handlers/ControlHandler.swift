@@ -7,7 +7,8 @@ struct ControlHandler: RPCHandler {
     var changesJobs: Bool { true }
 
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(ControlParams.self)
+        let params = try request.decode(
+            ControlParams.self, members: action == .remove ? ["ids", "deleteFiles"] : ["ids"])
         let result = try request.context.service.control(
             action, ids: params.ids, deleteFiles: action == .remove && params.deleteFiles == true)
         var writer = JobJSONWriter(capacity: 1024 * (result.jobs.count + 1))

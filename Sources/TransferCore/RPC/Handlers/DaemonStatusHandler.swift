@@ -4,6 +4,7 @@ import Foundation
 /// socket, network, limits, jobs, active, rate).
 struct DaemonStatusHandler: RPCHandler {
     func handle(_ request: RPCRequest) throws -> RPCReply {
+        try request.refuseUnknownMembers([])
         let context = request.context
         var jobs: [String: Int] = [:]
         for (state, count) in context.service.counts() { jobs[state.rawValue] = count }

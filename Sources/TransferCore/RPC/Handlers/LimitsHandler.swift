@@ -3,7 +3,7 @@
 /// in force now (``LimitsInForce``). A malformed value: -32602 `invalid_request`, nothing changed.
 struct LimitsHandler: RPCHandler {
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(LimitsParams.self)
+        let params = try request.decode(LimitsParams.self, members: ["download", "upload", "schedule"])
         let service = request.context.service
         if params.download == nil && params.upload == nil && params.schedule == nil {
             return try .encoding(service.currentLimits())

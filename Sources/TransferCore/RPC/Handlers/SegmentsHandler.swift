@@ -3,7 +3,7 @@
 /// whose fields are the SPEC's; `status` shows them.
 struct SegmentsHandler: RPCHandler {
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(GetParams.self)
+        let params = try request.decode(GetParams.self, members: ["id"])
         guard let segments = request.context.service.segments(of: params.id) else {
             throw RPCError.notFound(params.id)
         }

@@ -4,7 +4,7 @@ struct SetUrlHandler: RPCHandler {
     var changesJobs: Bool { true }
 
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(SetUrlParams.self)
+        let params = try request.decode(SetUrlParams.self, members: ["id", "url"])
         guard let job = try request.context.service.setURL(params.id, url: params.url) else {
             throw RPCError.notFound(params.id)
         }

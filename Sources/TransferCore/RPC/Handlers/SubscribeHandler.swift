@@ -3,7 +3,7 @@
 /// `transfer.progress` and `transfer.state` notifications.
 struct SubscribeHandler: RPCHandler {
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(SubscribeParams.self)
+        let params = try request.decode(SubscribeParams.self, members: ["ids", "added"])
         request.connection.subscribed = true
         request.connection.subscribedIds = params.ids.map(Set.init)
         request.connection.subscribedToAdded = params.added ?? true
