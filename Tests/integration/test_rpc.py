@@ -155,8 +155,10 @@ def test_events_subscribe_streams_progress_and_state_notifications(daemon, fault
             if msg["method"] == "transfer.state":
                 states.append(params["state"])
                 if params["state"] == "completed":
-                    # Already written to the database when told.
-                    assert daemon.rpc_result("transfer.get", {"id": job["id"]})["state"] == "completed"
+                    # Already written to the database when told, updatedAt to the millisecond.
+                    stored = daemon.rpc_result("transfer.get", {"id": job["id"]})
+                    assert stored["state"] == "completed", stored
+                    assert params["updatedAt"] == stored["updatedAt"] >= params["completedAt"], (params, stored)
                     break
             else:
                 assert msg["method"] == "transfer.progress", msg

@@ -413,9 +413,9 @@ public final class Engine: AttemptHost {
     /// Changes a job's row: into the pending batch, the running attempt's record and the facts.
     func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil) {
         guard !patch.isEmpty else { return }
-        batch.patch(id, patch)
-        // Each copy held in memory changes as the row will, `updatedAt` too (the commit writes now).
+        // Each copy held in memory changes as the row will, `updatedAt` too: the same instant.
         let now = Timestamp.now()
+        batch.patch(id, patch, at: now)
         if let task = tasks[id] {
             task.record.apply(patch)
             task.record.updatedAt = now

@@ -209,7 +209,7 @@ public final class JobStore {
     }
 
     /// Writes a batch in one transaction: column-level updates, history entries, deletions.
-    /// `now` becomes the `updatedAt` of every changed job.
+    /// A changed job's `updatedAt` is when the batch says it changed, else `now`.
     public func commit(_ batch: WriteBatch, now: Double) throws {
         guard !batch.isEmpty else { return }
         try transaction { db in
@@ -244,7 +244,7 @@ public final class JobStore {
                 if let v = patch.hookPending { set(.hookPending, v?.rawValue) }
                 if let v = patch.hook { set(.hook, try json(v)) }
                 if let v = patch.segments { set(.segments, v) }
-                set(.updatedAt, now)
+                set(.updatedAt, batch.changedAt[id] ?? now)
                 values.append(id.databaseValue)
                 try db.cachedStatement(sql: updateSQL(columns)).run(values)
             }

@@ -4,6 +4,9 @@
 public struct WriteBatch {
     /// Column changes per job.
     public private(set) var patches: [Int64: JobPatch] = [:]
+    /// When each job's last change was made, where the caller said (its `updatedAt`, as the copy
+    /// in memory that events show has it); the commit's time otherwise.
+    public private(set) var changedAt: [Int64: Double] = [:]
     /// Attempt history entries to insert or replace, by job and position.
     public private(set) var attempts: [AttemptKey: AttemptRecord] = [:]
     /// Jobs to delete (with their history).
@@ -22,10 +25,11 @@ public struct WriteBatch {
             && finishedOwedHooks.isEmpty
     }
 
-    /// Adds column changes for a job.
-    public mutating func patch(_ id: Int64, _ p: JobPatch) {
+    /// Adds column changes for a job, made at `at` (seconds since 1970) when given.
+    public mutating func patch(_ id: Int64, _ p: JobPatch, at: Double? = nil) {
         guard !p.isEmpty else { return }
         patches[id, default: JobPatch()].merge(p)
+        if let at { changedAt[id] = at }
     }
 
     /// Writes one history entry (the `seq`-th of the job, from 0).
@@ -36,6 +40,7 @@ public struct WriteBatch {
     /// Deletes a job and its history; pending changes to it are dropped.
     public mutating func delete(_ id: Int64) {
         patches[id] = nil
+        changedAt[id] = nil
         attempts = attempts.filter { $0.key.jobId != id }
         deletions.insert(id)
     }
