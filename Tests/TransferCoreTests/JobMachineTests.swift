@@ -210,10 +210,10 @@ final class JobMachineTests: XCTestCase {
         }
     }
 
-    func testThatAShutdownRequeuesSilentlyAndARestartTellsSubscribers() throws {
+    func testThatAShutdownRequeuesTellingSubscribersAndStartingNothing() throws {
         let stop = try XCTUnwrap(success(apply(.requeue(.shutdown), job(.running))))
         XCTAssertEqual(stop.patch.state, .queued)
-        XCTAssertEqual(stop.actions, [.stopAttempt(.shutdown)])
+        XCTAssertEqual(stop.actions, [.stopAttempt(.shutdown), .notify])
         let restart = try XCTUnwrap(success(apply(.requeue(.restart), job(.running))))
         XCTAssertEqual(restart.actions, [.stopAttempt(.restart), .notify, .schedule])
         XCTAssertEqual(success(apply(.recovered(fileInPlace: false), job(.running)))?.patch.state, .queued)

@@ -225,6 +225,20 @@ def test_daemon_shutdown_answers_then_exits_0(daemon):
     assert rc == 0, f"exit status {rc}"
 
 
+def test_a_subscriber_is_told_of_the_jobs_a_stopping_daemon_queues_again(daemon, faultserver, key):
+    job = add(daemon, url=faultserver.url(size=5_000_000, key=key, slow=100_000), destination=str(daemon.work / "s"))
+    daemon.wait_state(job["id"], "running")
+    with daemon.connect(timeout=10) as c:
+        assert c.call("events.subscribe", {"ids": [job["id"]]})["result"] == {"subscribed": True}
+        assert daemon.rpc("daemon.shutdown").get("result") == {}
+        states = []
+        while (msg := c.recv(timeout=10)) is not None:
+            if msg.get("method") == "transfer.state":
+                states.append(msg["params"]["state"])
+    assert daemon.proc.wait(timeout=5) == 0
+    assert states == ["queued"], f"the stopping daemon queued the job again without a word: {states}"
+
+
 def test_a_burst_of_300_clients_connecting_at_once_is_answered_on_every_connection(daemon):
     # Stopped, the daemon accepts nothing: the whole burst waits in the listen queue, which must
     # hold it (a full queue refuses a non-blocking connect with EAGAIN).

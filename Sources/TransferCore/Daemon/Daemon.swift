@@ -181,8 +181,10 @@ public final class Daemon {
         guard !stopping else { return }
         stopping = true
         router?.isStopping = true
-        server?.close()
+        server?.stopAccepting()
+        // The engine first: the jobs it queues again are told to subscribers before they go.
         engine?.shutdown()
+        server?.close()
         monitor?.close()
         for s in signals { s.close() }
         signals = []

@@ -249,7 +249,9 @@ public enum JobMachine {
 
         case (.requeue(let reason), .running):
             p.state = .queued
-            let notify: [JobAction] = reason == .shutdown ? [] : [.notify, .schedule]
+            // A stopping daemon tells its subscribers too (before it closes their connections),
+            // but starts nothing in the freed slot.
+            let notify: [JobAction] = reason == .shutdown ? [.notify] : [.notify, .schedule]
             return .success(JobTransition(patch: p, actions: [.stopAttempt(reason)] + notify))
 
         case (.recovered(let fileInPlace), .running):

@@ -222,8 +222,13 @@ public final class RPCServer {
         closed = true
         batchTimer.close()
         trimTimer.close()
+        stopAccepting()
+        for c in Array(connections.values) { c.close() }
+    }
+
+    /// Closes the listening socket; the connections stay (a stopping daemon's last events).
+    public func stopAccepting() {
         listener?.close()
         listener = nil
-        for c in Array(connections.values) { c.close() }
     }
 }
