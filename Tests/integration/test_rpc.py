@@ -218,6 +218,19 @@ def test_a_subscription_may_decline_the_news_of_new_jobs(daemon, faultserver, ke
         assert "running" in declined[i], declined
 
 
+def test_any_json_rpc_id_is_echoed(daemon):
+    # JSON-RPC 2.0: an id is a string, a number or null, and the answer carries the same value.
+    with daemon.connect(timeout=10) as c:
+        for raw, expected in ((b'"abc"', "abc"), (b"7", 7), (b"-3", -3), (b"1.5", 1.5), (b"null", None),
+                              (b"9223372036854775808", 9223372036854775808)):
+            c.send_raw(b'{"jsonrpc":"2.0","id":' + raw + b',"method":"daemon.status"}\n')
+            resp = c.recv()
+            assert "result" in resp and resp["id"] == expected, (raw, resp)
+        c.send_raw(b'{"jsonrpc":"2.0","id":[1],"method":"daemon.status"}\n')
+        resp = c.recv()
+        assert resp["error"]["code"] == -32600 and resp["id"] is None, resp
+
+
 def test_daemon_shutdown_answers_then_exits_0(daemon):
     resp = daemon.rpc("daemon.shutdown", id=3)
     assert resp.get("result") == {} and resp["id"] == 3, resp

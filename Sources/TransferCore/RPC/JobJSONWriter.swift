@@ -233,6 +233,7 @@ public struct JobJSONWriter {
     public mutating func id(_ id: JSONValue) {
         switch id {
         case .int(let n): int(n)
+        case .double(let d): double(d)
         case .string(let s): string(s)
         default: null()
         }

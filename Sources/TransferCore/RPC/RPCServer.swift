@@ -87,8 +87,10 @@ public final class RPCServer {
         }
         let id = obj["id"]
         if let id {
+            // JSON-RPC 2.0: a string, a number or null, echoed as given (a number beyond Int64 or
+            // with a fraction as the double it reads as).
             switch id {
-            case .string, .int, .null: break
+            case .string, .int, .double, .null: break
             default: return reject(conn, RPCError(code: RPCErrorCode.invalidRequest, message: "invalid id"))
             }
         }
