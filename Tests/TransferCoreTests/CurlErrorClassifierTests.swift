@@ -71,6 +71,25 @@ final class CurlErrorClassifierTests: XCTestCase {
         }
     }
 
+    func testThatAReplyThatIsNotHTTPOverAReusedConnectionIsRetried() {
+        func error(_ code: CURLcode, _ message: String, reused: Bool) -> TransferError {
+            CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: message, reusedConnection: reused)
+        }
+        for (code, message) in [
+            (CURLE_UNSUPPORTED_PROTOCOL, "Received HTTP/0.9 when not allowed"),
+            (CURLE_UNSUPPORTED_PROTOCOL, "Unsupported HTTP version in response"),
+            (CURLE_WEIRD_SERVER_REPLY, "Weird server reply"),
+        ] {
+            XCTAssertEqual(error(code, message, reused: true).code, .network, message)
+            XCTAssertTrue(error(code, message, reused: true).retryable, message)
+            XCTAssertFalse(error(code, message, reused: false).retryable, message)
+        }
+        // A redirect to another scheme stays what it is, whatever the connection.
+        XCTAssertEqual(
+            error(CURLE_UNSUPPORTED_PROTOCOL, "Protocol \"ftp\" not supported", reused: true).code, .redirect)
+        XCTAssertFalse(error(CURLE_UNSUPPORTED_PROTOCOL, "Protocol \"ftp\" not supported", reused: true).retryable)
+    }
+
     func testThatLocalWriteAndReadFailuresAreIOErrors() {
         XCTAssertEqual(classify(CURLE_WRITE_ERROR), TransferError(.io, "curl: (23) boom", retryable: false))
         XCTAssertEqual(classify(CURLE_READ_ERROR).code, .io)

@@ -793,6 +793,11 @@ class Handler(socketserver.BaseRequestHandler):
         if not self.entry["done"]:
             self.entry["end"] = time.time()
             self.entry["done"] = True
+        if (trailing := q.int("trailing")) and not close:
+            # Bytes past the declared length, after the client has taken the response: they wait
+            # on the kept-alive connection for whatever request it carries next.
+            STOP.wait(0.05)
+            self.send(b"x" * trailing)
         if close:
             try:
                 self.sock.shutdown(socket.SHUT_WR)

@@ -201,6 +201,23 @@ def test_pause_and_cancel_work_on_a_waiting_job_and_a_paused_job_spends_no_retri
     assert job["waitReason"] is None and job["nextRetryAt"] is None
 
 
+def test_bytes_an_earlier_answer_left_on_a_kept_connection_cost_the_next_job_one_retry_only(daemon, faultserver, key):
+    # The first answer sends 100 bytes past its Content-Length; libcurl keeps the connection and
+    # the next job's request reads them as its answer ("HTTP/0.9"). That job is not to blame: it
+    # is retried on a new connection, as after a reset, and completes.
+    first = daemon.download(faultserver.url(size=30_000, key=key + "a", trailing=100), "-o", daemon.work / "a")
+    daemon.wait_state(first, "completed")
+    time.sleep(0.3)
+    second = daemon.download(faultserver.url(size=1000, seed=2, key=key + "b"), "-o", daemon.work / "b")
+    job = daemon.wait_state(second, ("completed", "failed"), timeout=30)
+    assert job["state"] == "completed", job
+    assert (daemon.work / "b").stat().st_size == 1000
+    errors = [h["error"] for h in job["history"]]
+    assert len(errors) <= 2 and errors[-1] is None, job["history"]
+    if len(errors) == 2:
+        assert errors[0]["code"] == "network" and errors[0]["retryable"] is True, errors
+
+
 def test_a_refused_connection_is_retried_and_then_fails_with_network(daemon):
     import socket as _socket
 

@@ -260,6 +260,13 @@ public final class CurlEasy {
         return aft_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &v) == CURLE_OK && v >= 3
     }
 
+    /// Whether the last request went over a connection an earlier transfer had opened (libcurl
+    /// made no new connection for it: `CURLINFO_NUM_CONNECTS` is 0).
+    public var reusedConnection: Bool {
+        var v = 0
+        return aft_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &v) == CURLE_OK && v == 0
+    }
+
     /// The redirect target libcurl computed from the response's `Location`.
     public var redirectURL: String? { info(string: CURLINFO_REDIRECT_URL) }
 

@@ -11,6 +11,7 @@ import CCurl
 /// | `SSL_CONNECT_ERROR` whose message tells of the connection, not of TLS (reset, EOF, `SSL_ERROR_SYSCALL`) | `network` | yes |
 /// | `SSL_*`, `PEER_FAILED_VERIFICATION`, `USE_SSL_FAILED` | `tls` | no |
 /// | `TOO_MANY_REDIRECTS`, `UNSUPPORTED_PROTOCOL` naming a scheme (`Protocol "ftp" not supported…`) | `redirect` | no |
+/// | `UNSUPPORTED_PROTOCOL` of a reply that is not HTTP/1.x or later, `WEIRD_SERVER_REPLY`, over a connection an earlier transfer opened | `network` | yes |
 /// | `WRITE_ERROR`, `READ_ERROR` (the local file) | `io` | no |
 /// | `HTTP_RETURNED_ERROR` (22) | `http_status` | per ``RetryPolicy/retryableStatuses`` when the message names the status, else no |
 /// | anything else | `network` | no |
@@ -19,7 +20,10 @@ import CCurl
 /// http(s) requests: libcurl reports it so when a redirect leads to another scheme. libcurl also
 /// reports it for a reply that is not HTTP/1.x or later (`Unsupported HTTP version in response`,
 /// `Received HTTP/0.9 when not allowed`): that is a server speaking something else, a non-retryable
-/// `network` error like the rest of the table's last row. Everything else is a
+/// `network` error like the rest of the table's last row — unless the connection was a reused
+/// one: then what libcurl read first may be bytes an earlier answer left past its declared length,
+/// which fail one job for another's server; that connection is closed, and a retry opens a new
+/// one, as after a reset. Everything else is a
 /// non-retryable `network` error: those codes mean a bug, a misconfiguration or a server that
 /// speaks something other than HTTP, which trying again will not cure. `ABORTED_BY_CALLBACK` (42)
 /// and `RANGE_ERROR` (33) are among them: the daemon causes or handles those itself (pause,
@@ -31,12 +35,18 @@ public enum CurlErrorClassifier {
     ///   - curlCode: The `CURLcode` raw value (`CURLE_…`); not `CURLE_OK`.
     ///   - message: libcurl's message (the `CURLOPT_ERRORBUFFER` text); when empty,
     ///     `curl_easy_strerror` of the code is used.
+    ///   - reusedConnection: whether the request went over a connection an earlier transfer opened.
     /// - Returns: An error whose message reads `curl: (code) message`.
-    public static func error(curlCode: Int32, message: String) -> TransferError {
+    public static func error(curlCode: Int32, message: String, reusedConnection: Bool = false) -> TransferError {
         let code = CURLcode(rawValue: UInt32(bitPattern: curlCode))
         let text = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
         let fullMessage = "curl: (\(curlCode)) \(text)"
-        let (errorCode, retryable) = classify(code, message: text)
+        var (errorCode, retryable) = classify(code, message: text)
+        if reusedConnection && errorCode == .network && !retryable
+            && (code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_WEIRD_SERVER_REPLY)
+        {
+            retryable = true
+        }
         return TransferError(errorCode, fullMessage, retryable: retryable)
     }
 

@@ -213,7 +213,10 @@ public final class CurlMulti {
         easy.isInMulti = false
         let error =
             code == CURLE_OK
-            ? nil : CurlErrorClassifier.error(curlCode: Int32(code.rawValue), message: easy.message(for: code))
+            ? nil
+            : CurlErrorClassifier.error(
+                curlCode: Int32(code.rawValue), message: easy.message(for: code),
+                reusedConnection: easy.reusedConnection)
         withExtendedLifetime(easy) { easy.onDone?(error) }
     }
 
