@@ -78,17 +78,23 @@ public final class Engine: AttemptHost {
     /// The daemon-wide bandwidth limits and their shared budgets.
     let bandwidth = BandwidthGovernor()
     private var lastScheduleCheck: UInt64 = 0
-    private var scheduler = Scheduler()
-    private var tasks: [Int64: TransferTask] = [:]
+    // The engine's state below is internal only so that its extensions (Engine+*.swift, one file
+    // a concern) can use it; nothing outside Engine reads or changes it.
+    /// Every unfinished job's scheduling facts, the queue and the destinations held.
+    var scheduler = Scheduler()
+    /// The running transfers, by job id.
+    var tasks: [Int64: TransferTask] = [:]
     /// The rows of jobs whose attempt is ending, while the ending is dispatched (``attemptEnded(_:_:)``).
-    private var ending: [Int64: JobRecord] = [:]
-    private var batch = WriteBatch()
+    var ending: [Int64: JobRecord] = [:]
+    /// The row changes of this loop pass, committed together (``commit()``).
+    var batch = WriteBatch()
     /// Rows of jobs queued by a list sent in one message (up to
     /// ``EngineConfig/queuedRecordCacheLimit``), so starting them needs no read; kept current by
     /// ``write(_:_:loaded:)`` as the tasks' records are, dropped when started or deleted.
-    private var queuedRecords: [Int64: JobRecord] = [:]
+    var queuedRecords: [Int64: JobRecord] = [:]
     private var afterCommitQueue: [() -> Void] = []
-    private var events: [(EngineNotification, JobSnapshot)] = []
+    /// The notifications of this loop pass, sent after its commit.
+    var events: [(EngineNotification, JobSnapshot)] = []
     private let tick: LoopTimer
     private let retryTimer: LoopTimer
     /// The `--on-end` hooks running now (``Engine+Hooks``).
@@ -104,7 +110,7 @@ public final class Engine: AttemptHost {
     /// Bytes a download's last attempt left in its part (written, maybe not yet checkpointed), so
     /// a paused or waiting job never shows fewer bytes than it just did. Memory only: after a
     /// restart the part is cut back to its checkpoint anyway.
-    private var lastBytes: [Int64: Int64] = [:]
+    var lastBytes: [Int64: Int64] = [:]
     /// `DELETE`s of abandoned resumable uploads in flight (``UploadTermination``), kept alive
     /// until libcurl is done with them.
     private var terminations: [ObjectIdentifier: CurlEasy] = [:]
@@ -134,9 +140,9 @@ public final class Engine: AttemptHost {
         })
     /// While a control command performs the transitions it decided, no job is started: a slot
     /// freed by its first id must not start a job that a later id pauses or cancels.
-    private var holdScheduling = false
+    var holdScheduling = false
     /// Rows a control command deleted before acting: their files are still to be deleted.
-    private var vanishing: [Int64: JobRecord] = [:]
+    var vanishing: [Int64: JobRecord] = [:]
     /// What a job that just ran out of space waits for (set when its attempt ends).
     private var diskNeeds: [Int64: DiskSpaceWatcher.Need] = [:]
     /// A job's bytes when it last ran out of space, and how often in a row it did so without
@@ -390,7 +396,7 @@ public final class Engine: AttemptHost {
     }
 
     /// A store error as a request's error: `disk_full` for a full disk, else as it is.
-    private func storeFailure(_ error: Error) -> Error {
+    func storeFailure(_ error: Error) -> Error {
         JobStore.isDiskFull(error) ? homeFull(free: nil) : error
     }
 
@@ -472,7 +478,7 @@ public final class Engine: AttemptHost {
     }
 
     /// What ``JobMachine`` makes of `event` for a job with `facts`, now. No change is made.
-    private func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
+    func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
         let ctx = MachineContext(
             now: clock.wall(), isReachable: isReachable, jitter: retryJitter(),
             attemptFinishing: tasks[id]?.phase == .finishing, daemonHook: config.onEnd != nil)
@@ -481,7 +487,7 @@ public final class Engine: AttemptHost {
 
     /// Writes a decided transition (pending batch and memory) and performs its actions. `owed`
     /// are the records of its `keepHook` actions when they were made (and written) already.
-    private func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil) {
+    func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil) {
         // An owed hook keeps the job as the ending it leaves left it: taken before the patch.
         var owed = made ?? owedHooks(for: id, t)
         write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
@@ -566,7 +572,7 @@ public final class Engine: AttemptHost {
     // MARK: - Scheduling
 
     /// Starts queued jobs while slots are free: highest priority first, then oldest.
-    private func schedule() {
+    func schedule() {
         guard !shuttingDown, !holdScheduling else { return }
         while tasks.count < config.maxActive, let id = scheduler.popNext() {
             dispatch(id, .start)
@@ -792,345 +798,6 @@ public final class Engine: AttemptHost {
         }
         schedule()
     }
-
-    // MARK: - Adding jobs
-
-    /// Validates one request and builds its row; `claimed` are destinations taken by earlier
-    /// requests of the same batch, `knownDirectories` the directories they found
-    /// (``RequestValidator/validate(_:knownDirectories:)``).
-    private func prepareRecord(
-        _ request: TransferRequest, claimed: Set<String>, knownDirectories: inout Set<String>,
-        now: Double = Timestamp.now()
-    ) throws -> JobRecord {
-        let req = try RequestValidator.validate(request, knownDirectories: &knownDirectories)
-        let kind: JobKind = req.kind == JobKind.upload.rawValue ? .upload : .download
-        var destination: String?
-        var sourceSize: Int64?
-        var sourceMtime: Double?
-        var stamps: [SourceStamp]?
-        var total: Int64?
-        if kind == .download {
-            if let path = req.destination {
-                let dest = Destination(path: path)
-                let holder = scheduler.holder(of: path) ?? (claimed.contains(path) ? 0 : nil)
-                if let err = dest.clash(replace: req.replace == true, heldBy: holder) { throw err }
-                destination = path
-            }
-        } else {
-            // The file, or every file part of a form: size and mtime for source_changed.
-            let source = try UploadTask.inspectSources(of: req)
-            destination = source.path
-            sourceSize = source.size
-            sourceMtime = source.modificationTime
-            total = source.payloadLength
-            stamps = source.stamps
-        }
-        return JobRecord(
-            id: nil, kind: kind, url: req.url, method: req.method ?? (kind == .download ? "GET" : "PUT"),
-            state: .queued, request: req, destination: destination, durableBytes: 0, total: total, etag: nil,
-            lastModified: nil, attempts: 0, retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil,
-            nextRetryAt: nil, priority: req.priority ?? 0, finalizing: false, sha256: nil, sourceSize: sourceSize,
-            sourceMtime: sourceMtime, response: nil, createdAt: now, updatedAt: now, completedAt: nil,
-            sources: stamps)
-    }
-
-    /// Validates and queues a new job (SPEC: refused input changes nothing).
-    /// - Throws: `TransferError` for refused input; a store error if it cannot be written.
-    public func add(_ request: TransferRequest) throws -> JobSnapshot {
-        try addMany([request], refusalOfOne: true)[0]
-    }
-
-    /// Checks a request as ``add(_:)`` would, without queuing it; returns the new job's row.
-    public func prepare(_ request: TransferRequest) throws -> JobRecord {
-        var directories = Set<String>()
-        return try prepareRecord(request, claimed: [], knownDirectories: &directories)
-    }
-
-    /// Holds a batch part's rows in the store until the batch is complete.
-    public func stage(_ records: [JobRecord], batch: String) throws {
-        try store.stage(records, batch: batch)
-    }
-
-    /// Forgets a dropped batch's held rows.
-    public func discardStaged(batch: String) {
-        do {
-            try store.discardStaged(batch: batch)
-        } catch {
-            Log.info("could not forget the rows of batch \(batch): \(error)")
-        }
-    }
-
-    /// Queues a complete batch's held rows (SPEC "Scale"): its destinations are checked against
-    /// the jobs queued since its parts arrived, then its rows become jobs in one transaction. The
-    /// scheduler learns the new jobs from the store, so the batch is never held in memory whole.
-    public func addStaged(_ batch: BatchAssembler.Complete) throws -> ClosedRange<Int64> {
-        for (path, claim) in batch.destinations.sorted(by: { $0.value.index < $1.value.index }) {
-            if let err = Destination(path: path).clash(replace: claim.replace, heldBy: scheduler.holder(of: path)) {
-                throw BatchRefusal(index: claim.index, error: err)
-            }
-        }
-        try ensureStoreWritable()
-        let inserted: ClosedRange<Int64>?
-        do {
-            inserted = try store.insertStaged(batch: batch.key.storeKey)
-        } catch {
-            throw storeFailure(error)  // one transaction: nothing was inserted
-        }
-        guard let ids = inserted else {
-            throw TransferError(.invalidRequest, "batch \(batch.key.batch) holds no requests")
-        }
-        let facts = try store.schedulingFacts(ids: ids)
-        scheduler.reserveCapacity(forAdding: facts.count)
-        for f in facts { scheduler.add(f) }
-        if onEvents != nil && wantsEvents() {
-            var after = ids.lowerBound - 1
-            while after < ids.upperBound {
-                let page = try store.listings(state: nil, after: after, limit: JobListStream.pageSize).filter {
-                    $0.id <= ids.upperBound
-                }
-                guard let last = page.last else { break }
-                for listing in page {
-                    events.append((EngineNotification.added, JobSnapshot(listing, live: nil)))
-                }
-                after = last.id
-            }
-        }
-        Log.info("queued \(ids.count) jobs (\(ids.lowerBound)...\(ids.upperBound))")
-        schedule()
-        return ids
-    }
-
-    /// Queues all requests in one transaction, or none.
-    /// - Throws: ``BatchRefusal`` naming the first refused request (from 0).
-    public func addMany(_ requests: [TransferRequest]) throws -> AddedJobs {
-        try addMany(requests, refusalOfOne: false)
-    }
-
-    private func addMany(_ requests: [TransferRequest], refusalOfOne: Bool) throws
-        -> AddedJobs
-    {
-        var records: [JobRecord] = []
-        records.reserveCapacity(requests.count)
-        var claimed: Set<String> = []
-        var directories: Set<String> = []
-        // One time for the whole list: its jobs share their timestamps (and their strings).
-        let now = Timestamp.now()
-        for (i, request) in requests.enumerated() {
-            do {
-                let r = try prepareRecord(request, claimed: claimed, knownDirectories: &directories, now: now)
-                if r.kind == .download, let d = r.destination { claimed.insert(d) }
-                records.append(r)
-            } catch let e as TransferError {
-                if refusalOfOne { throw e }
-                throw BatchRefusal(index: i, error: e)
-            }
-        }
-        try ensureStoreWritable()
-        do {
-            try store.insert(&records)  // ids set in place: one copy of the rows in memory
-        } catch {
-            throw storeFailure(error)  // one transaction: nothing was inserted
-        }
-        let inserted = records
-        records = []
-        // The same two timestamp strings for every job of the list, not two new ones a job.
-        let jobs = AddedJobs(records: inserted, stamp: Timestamp.rfc3339(now))
-        scheduler.reserveCapacity(forAdding: inserted.count)
-        for r in inserted { scheduler.add(JobFacts(r)) }
-        let cached = inserted.prefix(max(0, EngineConfig.queuedRecordCacheLimit - queuedRecords.count))
-        // Grown once: doubling moved every cached record (a large struct) again and again, a
-        // sixth of queuing 2,000 jobs in a profile.
-        queuedRecords.reserveCapacity(queuedRecords.count + cached.count)
-        for r in cached {
-            if let id = r.id { queuedRecords[id] = r }
-        }
-        if onEvents != nil && wantsEvents() {
-            for job in jobs { events.append((EngineNotification.added, job)) }
-        }
-        if inserted.count == 1, let id = inserted[0].id {
-            Log.info("queued \(inserted[0].kind.rawValue) \(URLRedaction.redact(inserted[0].url))", job: id)
-        } else if let first = inserted.first?.id, let last = inserted.last?.id {
-            Log.info("queued \(inserted.count) jobs (\(first)...\(last))")
-        }
-        schedule()
-        return jobs
-    }
-
-    // MARK: - Control
-
-    /// Applies a control command to each id; returns the jobs acted on and the refusals.
-    ///
-    /// Every transition is decided first and its row changes are written in one transaction;
-    /// only then does anything change in memory or on disk (attempts stopped, parts deleted). So
-    /// a store that cannot write (the home's disk full) refuses the whole command and leaves
-    /// the jobs as they were, in memory as in the database.
-    /// - Throws: `disk_full` when the job database cannot be written; nothing changed then.
-    public func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) throws -> ControlResult {
-        try ensureStoreWritable()
-        let event: JobEvent
-        switch action {
-        case .pause: event = .pause
-        case .resume: event = .resume
-        case .cancel: event = .cancel
-        case .retry: event = .retry
-        case .remove: event = .remove(deleteFiles: deleteFiles)
-        }
-        enum Decision {
-            case act(JobTransition, JobFacts, [OwedHook])
-            case refuse(ControlRefusal)
-        }
-        var decisions: [(Int64, Decision)] = []
-        var probe = WriteBatch()
-        // An id given twice is one request: acted on once, never refused for the repeat
-        // (`resume 5 5` resumes job 5 and exits 0, as `kill 5 5` signals it once).
-        var given = Set<Int64>()
-        for id in ids where given.insert(id).inserted {
-            guard let facts = scheduler.facts[id] ?? record(id).map(JobFacts.init) else {
-                decisions.append((id, .refuse(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))))
-                continue
-            }
-            switch decide(id, event, facts) {
-            case .success(let t):
-                let owed = owedHooks(for: id, t)
-                decisions.append((id, .act(t, facts, owed)))
-                probe.patch(id, t.patch)
-                for kept in owed { probe.putOwedHook(kept) }
-                if t.actions.contains(.deleteRow) {
-                    probe.delete(id)
-                    vanishing[id] = record(id)
-                }
-            case .failure(let refusal):
-                decisions.append(
-                    (id, .refuse(ControlRefusal(id: id, state: refusal.state, message: refusal.message))))
-            }
-        }
-        defer { vanishing = [:] }
-        if !probe.isEmpty {
-            do { try store.commit(probe, now: clock.wall()) } catch { throw storeFailure(error) }
-        }
-        var done: [JobSnapshot] = []
-        var refused: [ControlRefusal] = []
-        holdScheduling = true
-        for (id, decision) in decisions {
-            switch decision {
-            case .refuse(let r):
-                refused.append(r)
-            case .act(let t, let facts, let owed):
-                perform(id, t, facts: facts, owed: owed)
-                if action == .remove {
-                    // Its last object, from the row going away: as it ended, for a running job
-                    // (cancelled first, its attempt closed).
-                    var end: JobPatch? = nil
-                    for case .notifyRemoved(let e) in t.actions { end = e }
-                    if let job = snapshot(id, ending: end) { done.append(job) }
-                } else if let job = snapshot(id) {
-                    done.append(job)
-                }
-            }
-        }
-        holdScheduling = false
-        schedule()
-        return ControlResult(jobs: done, refused: refused)
-    }
-
-    // MARK: - Reading jobs
-
-    /// A job's full row as it is now: the running attempt's copy, or the store's with this
-    /// pass's uncommitted changes on top.
-    func record(_ id: Int64) -> JobRecord? {
-        if let t = tasks[id] { return t.record }
-        if let r = ending[id] { return r }
-        if let r = vanishing[id] { return r }
-        if let r = queuedRecords[id] { return r }
-        guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
-        if let p = batch.patches[id] { r.apply(p) }
-        let pending =
-            batch.attempts.isEmpty
-            ? [] : batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }
-        for (key, a) in pending {
-            if key.seq < r.history.count { r.history[key.seq] = a } else { r.history.append(a) }
-        }
-        return r
-    }
-
-    private func live(_ t: TransferTask) -> LiveProgress {
-        LiveProgress(
-            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections,
-            httpStatus: t.lastStatus)
-    }
-
-    /// `history` with its running attempt's entry (at `seq`, still open) showing that attempt's
-    /// status and bytes so far, as the job object's own `httpStatus` and `bytes` do: the stored
-    /// entry has them only from its last checkpoint.
-    static func withOpenEntry(_ history: [AttemptRecord], at seq: Int, _ progress: LiveProgress) -> [AttemptRecord] {
-        guard seq < history.count, history[seq].endedAt == nil else { return history }
-        var history = history
-        history[seq].bytes = progress.bytes
-        if let status = progress.httpStatus { history[seq].httpStatus = status }
-        return history
-    }
-
-    /// A job's object now; with `ending`, as that ending leaves it (a running job being removed).
-    private func snapshot(_ id: Int64, ending: JobPatch? = nil) -> JobSnapshot? {
-        guard var r = record(id) else { return nil }
-        if let ending { r.apply(ending) }
-        return snapshot(of: r)
-    }
-
-    /// The object of a job whose row is `r`: with the running attempt's progress and open history
-    /// entry, if it runs.
-    func snapshot(of r: JobRecord) -> JobSnapshot {
-        let id = r.id ?? 0
-        var listing = JobListing(r)
-        listing.nextRetryAt = nextRetryAt(id, stored: listing.nextRetryAt)
-        if let t = tasks[id] {
-            listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
-            guard r.state == .running else { return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id]) }
-            let progress = live(t)
-            listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
-            return JobSnapshot(listing, live: progress, lastBytes: lastBytes[id])
-        }
-        return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
-    }
-
-    /// The ranges of a running segmented download (`transfer.segments`): empty when the job runs
-    /// over one connection or does not run; nil for an unknown id.
-    public func segments(of id: Int64) -> [SegmentProgress]? {
-        if let t = tasks[id] { return t.segmentProgress ?? [] }
-        return record(id) == nil ? nil : []
-    }
-
-    /// The job object of one job, or nil.
-    public func job(_ id: Int64) -> JobSnapshot? { snapshot(id) }
-
-    /// Up to `limit` job objects with an id above `after`, in id order, optionally in one state.
-    public func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
-        commitOrLog()
-        let page = (try? store.listings(state: state, after: after, limit: limit)) ?? []
-        return page.map { l in
-            if let t = tasks[l.id] {
-                var listing = JobListing(t.record)
-                listing.history = l.history
-                guard t.record.state == .running else { return JobSnapshot(listing, live: nil) }
-                let progress = live(t)
-                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
-                return JobSnapshot(listing, live: progress)
-            }
-            var l = l
-            l.nextRetryAt = nextRetryAt(l.id, stored: l.nextRetryAt)
-            return JobSnapshot(l, live: nil, lastBytes: lastBytes[l.id])
-        }
-    }
-
-    /// A waiting job's `nextRetryAt`: wall now plus what its monotonic deadline has left (the
-    /// stored time would be off by any jump of the wall clock since it was armed).
-    private func nextRetryAt(_ id: Int64, stored: Double?) -> Double? {
-        guard stored != nil, let deadline = scheduler.deadline(of: id) else { return stored }
-        return clock.wallTime(ofMonotonic: deadline)
-    }
-
-    /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
-    public func curlCommand(_ id: Int64) -> String? { record(id).map(CurlCommandRenderer.render) }
 
     // MARK: - Bandwidth
 

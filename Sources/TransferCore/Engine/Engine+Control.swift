@@ -1,0 +1,80 @@
+import Foundation
+
+/// The control commands (`pause`, `resume`, `cancel`, `retry`, `remove`) through ``JobMachine``:
+/// decided and written first, acted on after.
+extension Engine {
+    /// Applies a control command to each id; returns the jobs acted on and the refusals.
+    ///
+    /// Every transition is decided first and its row changes are written in one transaction;
+    /// only then does anything change in memory or on disk (attempts stopped, parts deleted). So
+    /// a store that cannot write (the home's disk full) refuses the whole command and leaves
+    /// the jobs as they were, in memory as in the database.
+    /// - Throws: `disk_full` when the job database cannot be written; nothing changed then.
+    public func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) throws -> ControlResult {
+        try ensureStoreWritable()
+        let event: JobEvent
+        switch action {
+        case .pause: event = .pause
+        case .resume: event = .resume
+        case .cancel: event = .cancel
+        case .retry: event = .retry
+        case .remove: event = .remove(deleteFiles: deleteFiles)
+        }
+        enum Decision {
+            case act(JobTransition, JobFacts, [OwedHook])
+            case refuse(ControlRefusal)
+        }
+        var decisions: [(Int64, Decision)] = []
+        var probe = WriteBatch()
+        // An id given twice is one request: acted on once, never refused for the repeat
+        // (`resume 5 5` resumes job 5 and exits 0, as `kill 5 5` signals it once).
+        var given = Set<Int64>()
+        for id in ids where given.insert(id).inserted {
+            guard let facts = scheduler.facts[id] ?? record(id).map(JobFacts.init) else {
+                decisions.append((id, .refuse(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))))
+                continue
+            }
+            switch decide(id, event, facts) {
+            case .success(let t):
+                let owed = owedHooks(for: id, t)
+                decisions.append((id, .act(t, facts, owed)))
+                probe.patch(id, t.patch)
+                for kept in owed { probe.putOwedHook(kept) }
+                if t.actions.contains(.deleteRow) {
+                    probe.delete(id)
+                    vanishing[id] = record(id)
+                }
+            case .failure(let refusal):
+                decisions.append(
+                    (id, .refuse(ControlRefusal(id: id, state: refusal.state, message: refusal.message))))
+            }
+        }
+        defer { vanishing = [:] }
+        if !probe.isEmpty {
+            do { try store.commit(probe, now: clock.wall()) } catch { throw storeFailure(error) }
+        }
+        var done: [JobSnapshot] = []
+        var refused: [ControlRefusal] = []
+        holdScheduling = true
+        for (id, decision) in decisions {
+            switch decision {
+            case .refuse(let r):
+                refused.append(r)
+            case .act(let t, let facts, let owed):
+                perform(id, t, facts: facts, owed: owed)
+                if action == .remove {
+                    // Its last object, from the row going away: as it ended, for a running job
+                    // (cancelled first, its attempt closed).
+                    var end: JobPatch? = nil
+                    for case .notifyRemoved(let e) in t.actions { end = e }
+                    if let job = snapshot(id, ending: end) { done.append(job) }
+                } else if let job = snapshot(id) {
+                    done.append(job)
+                }
+            }
+        }
+        holdScheduling = false
+        schedule()
+        return ControlResult(jobs: done, refused: refused)
+    }
+}

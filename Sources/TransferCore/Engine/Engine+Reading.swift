@@ -1,0 +1,102 @@
+import Foundation
+
+/// Reading jobs: the job object of one job or a page of them, the running attempt's progress
+/// taken from memory, the rest from the store.
+extension Engine {
+    /// A job's full row as it is now: the running attempt's copy, or the store's with this
+    /// pass's uncommitted changes on top.
+    func record(_ id: Int64) -> JobRecord? {
+        if let t = tasks[id] { return t.record }
+        if let r = ending[id] { return r }
+        if let r = vanishing[id] { return r }
+        if let r = queuedRecords[id] { return r }
+        guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
+        if let p = batch.patches[id] { r.apply(p) }
+        let pending =
+            batch.attempts.isEmpty
+            ? [] : batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }
+        for (key, a) in pending {
+            if key.seq < r.history.count { r.history[key.seq] = a } else { r.history.append(a) }
+        }
+        return r
+    }
+
+    func live(_ t: TransferTask) -> LiveProgress {
+        LiveProgress(
+            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections,
+            httpStatus: t.lastStatus)
+    }
+
+    /// `history` with its running attempt's entry (at `seq`, still open) showing that attempt's
+    /// status and bytes so far, as the job object's own `httpStatus` and `bytes` do: the stored
+    /// entry has them only from its last checkpoint.
+    static func withOpenEntry(_ history: [AttemptRecord], at seq: Int, _ progress: LiveProgress) -> [AttemptRecord] {
+        guard seq < history.count, history[seq].endedAt == nil else { return history }
+        var history = history
+        history[seq].bytes = progress.bytes
+        if let status = progress.httpStatus { history[seq].httpStatus = status }
+        return history
+    }
+
+    /// A job's object now; with `ending`, as that ending leaves it (a running job being removed).
+    func snapshot(_ id: Int64, ending: JobPatch? = nil) -> JobSnapshot? {
+        guard var r = record(id) else { return nil }
+        if let ending { r.apply(ending) }
+        return snapshot(of: r)
+    }
+
+    /// The object of a job whose row is `r`: with the running attempt's progress and open history
+    /// entry, if it runs.
+    func snapshot(of r: JobRecord) -> JobSnapshot {
+        let id = r.id ?? 0
+        var listing = JobListing(r)
+        listing.nextRetryAt = nextRetryAt(id, stored: listing.nextRetryAt)
+        if let t = tasks[id] {
+            listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
+            guard r.state == .running else { return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id]) }
+            let progress = live(t)
+            listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
+            return JobSnapshot(listing, live: progress, lastBytes: lastBytes[id])
+        }
+        return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
+    }
+
+    /// The ranges of a running segmented download (`transfer.segments`): empty when the job runs
+    /// over one connection or does not run; nil for an unknown id.
+    public func segments(of id: Int64) -> [SegmentProgress]? {
+        if let t = tasks[id] { return t.segmentProgress ?? [] }
+        return record(id) == nil ? nil : []
+    }
+
+    /// The job object of one job, or nil.
+    public func job(_ id: Int64) -> JobSnapshot? { snapshot(id) }
+
+    /// Up to `limit` job objects with an id above `after`, in id order, optionally in one state.
+    public func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
+        commitOrLog()
+        let page = (try? store.listings(state: state, after: after, limit: limit)) ?? []
+        return page.map { l in
+            if let t = tasks[l.id] {
+                var listing = JobListing(t.record)
+                listing.history = l.history
+                guard t.record.state == .running else { return JobSnapshot(listing, live: nil) }
+                let progress = live(t)
+                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
+                return JobSnapshot(listing, live: progress)
+            }
+            var l = l
+            l.nextRetryAt = nextRetryAt(l.id, stored: l.nextRetryAt)
+            return JobSnapshot(l, live: nil, lastBytes: lastBytes[l.id])
+        }
+    }
+
+    /// A waiting job's `nextRetryAt`: wall now plus what its monotonic deadline has left (the
+    /// stored time would be off by any jump of the wall clock since it was armed).
+    private func nextRetryAt(_ id: Int64, stored: Double?) -> Double? {
+        guard stored != nil, let deadline = scheduler.deadline(of: id) else { return stored }
+        return clock.wallTime(ofMonotonic: deadline)
+    }
+
+    /// The equivalent curl command of a job, secrets redacted; nil for an unknown id.
+    public func curlCommand(_ id: Int64) -> String? { record(id).map(CurlCommandRenderer.render) }
+}
