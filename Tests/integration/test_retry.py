@@ -218,6 +218,17 @@ def test_bytes_an_earlier_answer_left_on_a_kept_connection_cost_the_next_job_one
         assert errors[0]["code"] == "network" and errors[0]["retryable"] is True, errors
 
 
+def test_a_partial_answer_without_the_files_start_to_a_plain_request_fails_at_once(daemon, faultserver, key):
+    # A 206 with no Content-Range, though nothing but the whole file was asked for: asking again
+    # gets the same, so it is not retried (it once was, nine times over, "starting over").
+    id = daemon.download(faultserver.url(size=1000, key=key, status=206), "-o", daemon.work / "p")
+    job = daemon.wait_state(id, "failed", timeout=20)
+    assert job["attempts"] == 1 and job["error"]["code"] == "http_status", job
+    assert job["error"]["retryable"] is False and job["httpStatus"] == 206, job
+    assert len(faultserver.log(key)) == 1
+    assert not (daemon.work / "p").exists() and not (daemon.work / "p.aftpart").exists()
+
+
 def test_a_refused_connection_is_retried_and_then_fails_with_network(daemon):
     import socket as _socket
 

@@ -239,6 +239,14 @@ final class DownloadTask: TransferTask {
         }
         if s == 206 {
             guard let cr = contentRange(), cr.start == offset else {
+                guard offset > 0 else {
+                    // Nothing was asked for but the whole file: a partial answer without the
+                    // file's start is the server's fault, and asking again gets the same.
+                    abortError = TransferError(
+                        .httpStatus, "HTTP 206 without the file's start to a request for the whole file",
+                        retryable: false)
+                    return
+                }
                 resetToZero()
                 abortError = TransferError(
                     .network, "the server sent a range that does not match the part; starting over", retryable: true)
