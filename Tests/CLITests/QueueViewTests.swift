@@ -33,6 +33,43 @@ final class QueueViewTests: XCTestCase {
         }
     }
 
+    func testThatAWideNameNeverMakesALineWiderThanTheTerminal() {
+        var job = running
+        job.destination = "/data/日本語のファイル名テスト日本語のファイル名テスト日本語.bin"
+        for columns in [119, 99, 79, 71, 49, 30, 12] {
+            let line = QueueView.jobLine(job, columns: columns)
+            XCTAssertLessThanOrEqual(TerminalColumns.width(line), columns, line)
+        }
+        XCTAssertTrue(QueueView.jobLine(job, columns: 119).contains("ETA 6s"))
+    }
+
+    func testThatNarrowTerminalsKeepBytesRateAndEtaBeforeTheBar() {
+        var job = running
+        job.destination = "/data/minutes.bin"
+        for columns in [69, 59] {
+            let line = QueueView.jobLine(job, columns: columns)
+            XCTAssertLessThanOrEqual(TerminalColumns.width(line), columns, line)
+            for part in ["#12 ", "running", "512.0 KiB/1.0 MiB", "100.0 KiB/s", "ETA 6s"] {
+                XCTAssertTrue(line.contains(part), "\(part) missing in \(line) (\(columns) columns)")
+            }
+        }
+    }
+
+    func testThatEveryLineOfAScreenTakesTheSameLayout() {
+        let waiting = JobFixture.job(id: 13, state: .waiting, destination: "/data/w.iso", bytes: 1024, total: 4096)
+        var slow = running
+        slow.id = 9
+        slow.eta = 780
+        for columns in [119, 99, 79] {
+            let lines = QueueView.screen([running, slow, waiting], gone: [], columns: columns + 1, rows: 10).dropLast()
+            let stateColumns = lines.map { line in
+                TerminalColumns.width(
+                    String(line[..<line.range(of: line.contains("running") ? "running" : "waiting")!.lowerBound]))
+            }
+            XCTAssertEqual(Set(stateColumns).count, 1, "\(columns) columns: \(lines)")
+        }
+    }
+
     func testThatAQueuedJobHasAnEmptyBarAndNoRateOrEta() {
         let queued = JobFixture.job(id: 3, state: .queued, destination: "/data/a-very-long-file-name-indeed.tar.gz")
         let line = QueueView.jobLine(queued, columns: 119)

@@ -61,6 +61,49 @@ def test_that_watch_on_a_terminal_shows_every_unfinished_job_and_a_totals_line_a
         assert daemon.job(id)["state"] == "running"
 
 
+def on_a_terminal(daemon, args, what, columns=80):
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 12, columns, 0, 0))
+    proc = spawn([daemon.cli_exe, *args, "--home", str(daemon.home), "--no-autostart"], what, stdin=slave,
+                 stdout=slave, stderr=slave, env={**daemon.env, "TERM": "xterm"}, start_new_session=True)
+    os.close(slave)
+    return proc, master
+
+
+def test_that_a_wide_name_never_wraps_a_line_and_ctrl_c_ends_a_bar_with_a_newline(daemon, faultserver, key):
+    # A CJK name takes two columns a character: counted as one, the line wrapped at 80 columns
+    # and every redraw left a stale copy behind.
+    name = "日本語のファイル名テスト日本語のファイル名テスト日本語.bin"
+    wide = daemon.download(faultserver.url("/w.bin", key=key, size=4_000_000, slow=100_000), "-o",
+                           str(daemon.work / name))
+    daemon.wait_state(wide, "running")
+    for args in (("watch",), ("watch", str(wide))):
+        proc, master = on_a_terminal(daemon, args, "aftransfer watch")
+        try:
+            plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", read_for(master, 2.0))
+            lines = [line for line in plain.replace("\r", "\n").split("\n") if line]
+            widths = [sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in line) for line in lines]
+            assert lines and max(widths) < 80, plain
+            os.kill(proc.pid, signal.SIGINT)
+            assert proc.wait(timeout=10) == 130
+        finally:
+            stop_process(proc)
+            os.close(master)
+    # Ctrl-C on `download --wait` (the bar on stderr) ends the bar's line too.
+    proc, master = on_a_terminal(
+        daemon, ("download", faultserver.url("/b.bin", key=key, size=4_000_000, slow=100_000), "-o",
+                 str(daemon.work / "b.bin"), "--wait"), "aftransfer download --wait")
+    try:
+        assert "[" in read_for(master, 1.5)
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=10) == 130
+        assert read_for(master, 0.3).endswith("\n"), "the cursor is left below the bar"
+    finally:
+        stop_process(proc)
+        os.close(master)
+    assert daemon.job(wide)["state"] == "running"
+
+
 def test_that_watch_with_no_ids_prints_plain_lines_when_not_a_terminal(daemon, faultserver, key):
     id = daemon.download(faultserver.url(key=key, size=200_000, slow=200_000), "-o", str(daemon.work / "p.bin"))
     r = subprocess.run([daemon.cli_exe, "watch", "--home", str(daemon.home), "--no-autostart"], capture_output=True,

@@ -43,13 +43,10 @@ struct WatchCommand: ParsableCommand {
         if ids.isEmpty && Console.Stream.stdout.isTerminal {
             // The whole queue as a screen; Ctrl-C ends only the view (the jobs are the daemon's),
             // leaving the cursor below it.
-            signal(SIGINT) { _ in
-                var newline: UInt8 = 10
-                _ = Glibc.write(1, &newline, 1)
-                _exit(130)
-            }
+            Console.endLineOnInterrupt(.stdout)
             try follower.follow(drawingOn: QueueView(stream: .stdout))
         } else {
+            if Console.Stream.stdout.isTerminal { Console.endLineOnInterrupt(.stdout) }
             try follower.follow(drawingOn: ProgressRenderer(stream: .stdout))
         }
         if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }

@@ -4,6 +4,10 @@ import Foundation
     @preconcurrency import Glibc
 #endif
 
+/// The descriptor ``Console/endLineOnInterrupt(_:)`` ends the line on (a signal handler cannot
+/// capture it).
+nonisolated(unsafe) private var consoleInterruptFD: Int32 = STDOUT_FILENO
+
 /// Where the CLI writes: stdout for results (ids, JSON, tables), stderr for messages and `--wait`
 /// progress.
 enum Console {
@@ -30,6 +34,18 @@ enum Console {
             var size = winsize()
             guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return nil }
             return Int(size.ws_row)
+        }
+    }
+
+    /// On Ctrl-C, ends the line on `stream` and exits 130 (as the signal would): lines drawn in
+    /// place (bars, the queue) then leave the cursor below them, not the shell's prompt on a bar.
+    /// Only the view ends; the jobs are the daemon's and go on.
+    static func endLineOnInterrupt(_ stream: Stream) {
+        consoleInterruptFD = stream.fd
+        signal(SIGINT) { _ in
+            var newline: UInt8 = 10
+            _ = Glibc.write(consoleInterruptFD, &newline, 1)
+            _exit(130)
         }
     }
 

@@ -140,7 +140,7 @@ final class ProgressRenderer {
 
     private func drawBars(_ jobs: [JobSnapshot], gone: Set<Int64>) {
         let size = terminalSize()
-        let columns = max((size.columns ?? 80) - 1, 20)
+        let columns = max((size.columns ?? 80) - 1, 1)
         let maxLines = max((size.rows ?? 25) - 1, 1)
         var lines = jobs.prefix(jobs.count > maxLines ? maxLines - 1 : maxLines).map {
             Self.barLine($0, gone: gone.contains($0.id), columns: columns, showName: showNames)
@@ -158,11 +158,17 @@ final class ProgressRenderer {
         guard !gone else { return head + "removed" + name }
         switch job.state {
         case .running:
-            let stats = statistics(job, aligned: true)
-            if let fraction = JobText.fraction(job) {
-                let free = columns - head.count - stats.count - min(name.count, 22) - 2
-                let width = min(max(free, 10), 40)
-                return head + "[" + Self.bar(fraction, width: width) + "]" + stats + name
+            // Padded statistics (a redrawn bar does not jump) while they leave a bar of 10; then
+            // unpadded; then no bar (the render cuts what still does not fit).
+            var stats = statistics(job, aligned: true)
+            let nameRoom = min(TerminalColumns.width(name), 22)
+            var free = columns - TerminalColumns.width(head) - TerminalColumns.width(stats) - nameRoom - 2
+            if free < 10 {
+                stats = statistics(job)
+                free = columns - TerminalColumns.width(head) - TerminalColumns.width(stats) - nameRoom - 2
+            }
+            if let fraction = JobText.fraction(job), free >= 5 {
+                return head + "[" + Self.bar(fraction, width: min(free, 40)) + "]" + stats + name
             }
             return head + "running " + stats + name
         default:
@@ -210,10 +216,9 @@ final class ProgressRenderer {
         }
     }
 
-    /// `line`, cut to `columns` characters with `…` when longer.
+    /// `line`, cut to `columns` terminal columns with `…` when wider.
     static func truncate(_ line: String, to columns: Int) -> String {
-        guard line.count > columns else { return line }
-        return String(line.prefix(max(columns - 1, 0))) + "…"
+        TerminalColumns.clip(line, to: max(columns, 1))
     }
 
     /// The filling of a bar `width` characters wide: `=====>    `.

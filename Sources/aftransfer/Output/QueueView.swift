@@ -65,14 +65,19 @@ final class QueueView {
     /// The screen's lines: the unfinished jobs that fit, "… and N more" when some do not, and the
     /// totals line; none wider than `columns - 1`, at most `rows - 1` in all.
     static func screen(_ jobs: [JobSnapshot], gone: Set<Int64>, columns: Int, rows: Int) -> [String] {
-        let width = max(columns - 1, 20)
+        let width = max(columns - 1, 1)
         let room = max(rows - 1, 1)
         let open = jobs.filter { !$0.state.isFinal && !gone.contains($0.id) }
         var lines: [String] = []
         if room > 1 {
             let jobRoom = room - 1
             let shown = open.count > jobRoom ? max(jobRoom - 1, 0) : open.count
-            lines = open.prefix(shown).map { jobLine($0, columns: width) }
+            // One layout for the screen: the ids padded alike, the names cut alike, so that the
+            // states and bars of a narrow screen form columns.
+            let visible = Array(open.prefix(shown))
+            let idWidth = visible.map { TerminalColumns.width("#\($0.id)") }.max() ?? 0
+            let nameRoom = visible.map { compactNameRoom($0, columns: width, idWidth: idWidth) }.min()
+            lines = visible.map { jobLine($0, columns: width, idWidth: idWidth, nameRoom: nameRoom) }
             if open.count > shown {
                 lines.append(ProgressRenderer.truncate("… and \(open.count - shown) more", to: width))
             }
@@ -82,32 +87,80 @@ final class QueueView {
     }
 
     /// One job: `#12 big.iso              running   [=====>    ]  45%  12.3 MiB/27.0 MiB  4.5 MiB/s  ETA 3s`.
-    static func jobLine(_ job: JobSnapshot, columns: Int) -> String {
+    /// - Parameters:
+    ///   - idWidth: the width the id is padded to on a narrow line (the screen's widest id).
+    ///   - nameRoom: the columns the name gets on a narrow line (the same for the whole screen);
+    ///     nil: what this line leaves.
+    static func jobLine(_ job: JobSnapshot, columns: Int, idWidth: Int = 0, nameRoom common: Int? = nil) -> String {
         let head =
             pad("#\(job.id)", 6) + " " + pad(clip(JobText.name(job), nameWidth), nameWidth) + " "
             + pad(job.state.rawValue, stateWidth)
-        let percent = JobText.fraction(job).map { leftPad(HumanFormat.percent($0), 4) } ?? "    "
-        let amount = HumanFormat.bytes(job.bytes) + (job.total.map { "/" + HumanFormat.bytes($0) } ?? "")
-        let rate = job.state == .running ? HumanFormat.rate(job.rate) : "-"
-        let eta = job.state == .running ? "ETA " + HumanFormat.duration(job.eta) : ""
-        let tail = "  " + percent + "  " + leftPad(amount, 21) + "  " + leftPad(rate, 12) + "  " + eta
-        let free = columns - head.count - tail.count - 3
+        let parts = Parts(job)
+        // The ETA column has one width for every line (blank when not running), so that every
+        // line of a screen takes the same layout below.
+        let eta = parts.duration.map { "ETA " + pad($0, 6) } ?? String(repeating: " ", count: 10)
+        let tail = "  " + parts.percent + "  " + leftPad(parts.amount, 21) + "  " + leftPad(parts.rate, 12) + "  " + eta
+        let free = columns - TerminalColumns.width(head) - TerminalColumns.width(tail) - 3
         if free >= 5 { return head + " [" + bar(job, width: min(free, 30)) + "]" + tail }
         // Narrow (80 columns): no column padding, and the name gives way, so that the bar, the
-        // bytes, the rate and the ETA still fit (SPEC: id, name, state, bar, bytes, rate, ETA).
-        let id = "#\(job.id) "
+        // bytes, the rate and the ETA still fit (SPEC: id, name, state, bar, bytes, rate, ETA);
+        // narrower still, the bar goes, then the end of the line is cut.
+        let id = pad("#\(job.id)", idWidth) + " "
         let state = " " + pad(job.state.rawValue, stateWidth)
-        let compact = " " + percent + " " + amount + " " + rate + (eta.isEmpty ? "" : " " + eta)
-        let nameRoom = columns - id.count - state.count - compact.count - 3 - compactBarWidth
-        let name = pad(clip(JobText.name(job), min(max(nameRoom, 6), nameWidth)), min(max(nameRoom, 6), nameWidth))
-        let barRoom = columns - id.count - name.count - state.count - compact.count - 3
-        guard barRoom >= 5 else { return ProgressRenderer.truncate(head + tail, to: columns) }
+        let compact = parts.compact
+        let fixed = TerminalColumns.width(id) + TerminalColumns.width(state) + TerminalColumns.width(compact)
+        let nameRoom = common ?? compactNameRoom(job, columns: columns, idWidth: idWidth)
+        let name = pad(clip(JobText.name(job), nameRoom), nameRoom)
+        let barRoom = columns - fixed - TerminalColumns.width(name) - 3
+        guard barRoom >= 5 else {
+            // No bar: the columns kept while the figures fit; then the state unpadded and the
+            // name in what is left (6 columns at least), the end of the line cut.
+            let aligned = id + name + state + compact
+            if TerminalColumns.width(aligned) <= columns { return aligned }
+            let plainState = " " + job.state.rawValue
+            let tight = parts.tight
+            let room = columns - TerminalColumns.width(id) - TerminalColumns.width(plainState + tight)
+            let shortName = clip(JobText.name(job), min(max(room, 6), nameWidth))
+            return ProgressRenderer.truncate(id + shortName + plainState + tight, to: columns)
+        }
         return ProgressRenderer.truncate(
             id + name + state + " [" + bar(job, width: min(barRoom, 30)) + "]" + compact, to: columns)
     }
 
     /// The bar a narrow line keeps at least, before the name is cut shorter.
     static let compactBarWidth = 10
+
+    /// The columns a narrow line leaves the name (6 to ``nameWidth``).
+    static func compactNameRoom(_ job: JobSnapshot, columns: Int, idWidth: Int) -> Int {
+        let id = TerminalColumns.width(pad("#\(job.id)", idWidth) + " ")
+        let fixed = id + 1 + stateWidth + TerminalColumns.width(Parts(job).compact)
+        return min(max(columns - fixed - 3 - compactBarWidth, 6), nameWidth)
+    }
+
+    /// A job's figures as a line shows them.
+    private struct Parts {
+        let percent: String
+        let amount: String
+        let rate: String
+        let duration: String?
+
+        init(_ job: JobSnapshot) {
+            percent = JobText.fraction(job).map { QueueView.leftPad(HumanFormat.percent($0), 4) } ?? "    "
+            amount = HumanFormat.bytes(job.bytes) + (job.total.map { "/" + HumanFormat.bytes($0) } ?? "")
+            rate = job.state == .running ? HumanFormat.rate(job.rate) : "-"
+            duration = job.state == .running ? HumanFormat.duration(job.eta) : nil
+        }
+
+        /// ` 45% 12.3 MiB/27.0 MiB 4.5 MiB/s ETA 3s`: unpadded but for the percent, for a narrow line.
+        var compact: String { " " + percent + " " + amount + " " + rate + (duration.map { " ETA " + $0 } ?? "") }
+
+        /// The same with no padding at all, for the narrowest.
+        var tight: String {
+            let figures =
+                [percent.trimmingCharacters(in: .whitespaces), amount, rate] + (duration.map { ["ETA " + $0] } ?? [])
+            return figures.filter { !$0.isEmpty }.map { " " + $0 }.joined()
+        }
+    }
 
     private static func bar(_ job: JobSnapshot, width: Int) -> String {
         guard let fraction = JobText.fraction(job) else { return String(repeating: " ", count: width) }
@@ -132,20 +185,15 @@ final class QueueView {
         if let total, rate > 0 { eta = Double(max(0, total - bytes)) / rate }
         let amount = HumanFormat.bytes(bytes) + (total.map { "/" + HumanFormat.bytes($0) } ?? "")
         let what = counts.isEmpty ? "none" : counts.joined(separator: ", ")
-        return "Total: \(present.count) jobs (\(what))  \(amount)  \(HumanFormat.rate(rate))  ETA "
+        return
+            "Total: \(present.count) job\(present.count == 1 ? "" : "s") (\(what))  \(amount)  \(HumanFormat.rate(rate))  ETA "
             + HumanFormat.duration(present.contains { !$0.state.isFinal } ? eta : 0)
     }
 
-    private static func pad(_ text: String, _ width: Int) -> String {
-        text.count < width ? text + String(repeating: " ", count: width - text.count) : text
-    }
+    private static func pad(_ text: String, _ width: Int) -> String { TerminalColumns.pad(text, to: width) }
 
-    private static func leftPad(_ text: String, _ width: Int) -> String {
-        text.count < width ? String(repeating: " ", count: width - text.count) + text : text
-    }
+    private static func leftPad(_ text: String, _ width: Int) -> String { TerminalColumns.leftPad(text, to: width) }
 
-    private static func clip(_ text: String, _ width: Int) -> String {
-        text.count <= width ? text : String(text.prefix(width - 1)) + "…"
-    }
+    private static func clip(_ text: String, _ width: Int) -> String { TerminalColumns.clip(text, to: width) }
 
 }

@@ -75,6 +75,7 @@ struct Submission {
         // Decoded once as a whole: one decoder for thousands of jobs, not one each.
         let jobs = try JSONValue.array(added).decode(as: [JobSnapshot].self)
         let follower = JobFollower(client: client, jobs: jobs, subscribed: subscribed)
+        if Console.Stream.stderr.isTerminal { Console.endLineOnInterrupt(.stderr) }
         try follower.follow(drawingOn: ProgressRenderer(stream: .stderr, showNames: jobs.count > 1))
         if options.json {
             // The daemon's own objects, so that every field it sends reaches the script.
