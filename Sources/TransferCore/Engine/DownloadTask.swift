@@ -20,19 +20,22 @@ final class DownloadTask: TransferTask {
     /// The largest announced length of a body held in memory (see the type's documentation).
     static let heldBodyLimit = 256 << 10
 
-    private var part: PartFile?
+    // State that ``DownloadTask+Segments.swift`` reads and changes too is internal, not private:
+    // nothing outside the task touches it.
+    /// The part file, once open.
+    var part: PartFile?
     /// The body so far, held while no part is open (nil when nothing is held).
     private var held: [UInt8]?
     /// The attempt was cancelled (or the job removed): its part is to be gone.
     private var discarded = false
     /// The part's path once the destination is known.
-    private var partPath: String?
+    var partPath: String?
     /// The digest of the part, computed off the loop (nil until the part is open).
-    private var hasher: RangeHasher?
+    var hasher: RangeHasher?
     /// Bytes already in the part when this attempt asked for more.
-    private var offset: Int64 = 0
+    var offset: Int64 = 0
     /// Whether body bytes of the current response are written (false for errors and redirects).
-    private var keepBody = false
+    var keepBody = false
     /// A 416 told us the part is already whole.
     private var wholeAlready = false
     /// The destination named at this response's headers was not looked for on disk there: the
@@ -44,36 +47,37 @@ final class DownloadTask: TransferTask {
 
     // Segments (see the type's documentation).
     /// Connections wanted: the job's `--connections`, else the daemon's default.
-    private var wantConnections = 1
+    var wantConnections = 1
     /// The ranges of a segmented download; nil for one connection.
-    private var plan: SegmentPlan?
+    var plan: SegmentPlan?
     /// The segment this task's own request fetches, while it does.
-    private var primarySegment: Int64?
+    var primarySegment: Int64?
     /// This task's own request is a segment connection whose response was accepted.
-    private var primaryAccepted = false
+    var primaryAccepted = false
     /// This task's own request got past its segment's end and was stopped for that.
-    private var primaryReachedEnd = false
+    var primaryReachedEnd = false
     /// The further connections.
-    private var connections: [SegmentConnection] = []
+    var connections: [SegmentConnection] = []
     /// Runs ``pump()`` on the loop, never inside a curl callback.
-    private var pumpTimer: LoopTimer?
+    var pumpTimer: LoopTimer?
     /// Failed further connections, and the last one's error.
-    private var connectionFailures = 0
-    private var lastConnectionError: TransferError?
+    var connectionFailures = 0
+    /// The last failed further connection's error.
+    var lastConnectionError: TransferError?
     /// The `Retry-After` (seconds) of the last failed range request, if it had one.
-    private var lastConnectionRetryAfter: Double?
+    var lastConnectionRetryAfter: Double?
     /// After a range request failed: no range request starts before this time (the loop's
     /// milliseconds), see ``rangeFailed(_:retryAfter:)``.
-    private var rangesHeldUntil: UInt64?
+    var rangesHeldUntil: UInt64?
     /// Runs ``pump()`` when ``rangesHeldUntil`` passes (apart from ``pumpTimer``, which must
     /// stay free to run it at once).
-    private var holdTimer: LoopTimer?
+    var holdTimer: LoopTimer?
     /// A `200` to a range or a changed validator: stop all, start over from byte 0 on one.
-    private var fallbackRequested = false
+    var fallbackRequested = false
     /// After a fallback: one connection for the rest of the attempt.
-    private var singleOnly = false
+    var singleOnly = false
     /// The first response came over HTTP/2: the ranges are streams of one connection.
-    private var multiplexed = false
+    var multiplexed = false
 
     override func prepare() throws {
         wantConnections = record.request.connections ?? engine.config.connections
@@ -184,7 +188,7 @@ final class DownloadTask: TransferTask {
     override var overriddenHeaders: [String] { ["accept-encoding", "range", "if-range"] }
 
     /// The validator `If-Range` carries: a strong ETag, else Last-Modified.
-    private var ifRangeValue: String? {
+    var ifRangeValue: String? {
         if let etag = record.etag, !etag.hasPrefix("W/") { return etag }
         return record.lastModified
     }
@@ -363,7 +367,7 @@ final class DownloadTask: TransferTask {
     }
 
     /// Throws away the part's bytes: the database first (durable 0), then the file.
-    private func resetToZero() {
+    func resetToZero() {
         plan = nil
         primarySegment = nil
         write(engine.checkpointer.discard(jobId))
@@ -374,7 +378,7 @@ final class DownloadTask: TransferTask {
         hasher = part.map { RangeHasher(loop: engine.loop, path: $0.path) }
     }
 
-    private func contentRange() -> (start: Int64, total: Int64?)? {
+    func contentRange() -> (start: Int64, total: Int64?)? {
         header("content-range").flatMap(HeaderLine.contentRange)
     }
 
@@ -532,7 +536,7 @@ final class DownloadTask: TransferTask {
 
     /// Creates the part (cut to nothing), writes the held bytes at its start and drops them:
     /// from here on the body goes to the part.
-    private func writeHeldToPart() throws {
+    func writeHeldToPart() throws {
         guard let path = partPath else { return }
         if destinationUnchecked, let dest = record.destination {
             // Not looked for at the headers (``destinationUnchecked``): looked for before the part is made.
@@ -705,300 +709,20 @@ final class DownloadTask: TransferTask {
         }
     }
 
-    // MARK: - Segments
+    // MARK: - Segments (what must be in the class: the overrides; the rest in DownloadTask+Segments.swift)
 
     /// Failed range requests an attempt tolerates at most (each also lowers the connections
     /// wanted by one: a server may refuse more than a few); the job's retries left bound it too.
     static let maxConnectionFailures = 8
 
-    /// The first response (`206` to `bytes=0-`) allows segments: split the file and start the
-    /// further connections (after this callback).
-    private func beginSegments() {
-        guard let t = total, t >= SegmentPlan.minimumSize, ifRangeValue != nil, partPath != nil else { return }
-        if part == nil {
-            do { try writeHeldToPart() } catch {
-                abortError = TransferError.from(error, retryable: false)
-                return
-            }
-        }
-        let p = SegmentPlan(total: t, connections: wantConnections)
-        guard p.segments.count > 1 else { return }
-        multiplexed = easy?.isMultiplexed ?? false
-        plan = p
-        primarySegment = 0
-        primaryAccepted = true
-        var patch = JobPatch()
-        patch.segments = .some(p.storedText)
-        write(patch)
-        Log.info(
-            "segmented: \(p.segments.count) ranges of \(t) bytes over up to \(wantConnections) connections", job: jobId)
-        schedulePump()
-    }
-
-    /// The response to this task's own request for an unfinished range of a resumed plan.
-    private func resumedSegmentHeaders(status s: Int) {
-        guard let start = primarySegment, let p = plan, let seg = p.segment(start) else { return }
-        let range = contentRange()
-        if s == 206, let range, range.start == seg.fetched, range.total == p.total,
-            validatorsMatch(etag: header("etag"), lastModified: header("last-modified"))
-        {
-            keepBody = true
-            primaryAccepted = true
-            multiplexed = easy?.isMultiplexed ?? false
-            schedulePump()
-            return
-        }
-        guard (200..<300).contains(s) || s == 416 else { return }  // an error status fails the attempt
-        Log.info("server answered \(s) to a range of a segmented download: restarting from byte 0", job: jobId)
-        if s != 200 {
-            // Another version (or a shorter file): this request ends, and the download starts
-            // over on one connection (``pump()``).
-            fallbackRequested = true
-            schedulePump()
-            return
-        }
-        // A 200: the whole (perhaps new) file from byte 0; kept, over this one connection.
-        resetToZero()
-        singleOnly = true
-        total = header("content-length").flatMap { Int64($0) }
-        acceptBody()
-    }
-
-    /// Takes the response's body: records its validators and total (and a durable 0 when it
-    /// starts from the first byte), then lets the body callbacks write.
-    private func acceptBody() {
-        var p = JobPatch()
-        if offset == 0 { p.durableBytes = 0 }
-        p.etag = .some(header("etag"))
-        p.lastModified = .some(header("last-modified"))
-        p.total = .some(total)
-        write(p)
-        keepBody = true
-    }
-
-    /// Whether a response's validators are the ones the part's bytes came with.
-    private func validatorsMatch(etag: String?, lastModified: String?) -> Bool {
-        if let mine = record.etag, !mine.hasPrefix("W/") { return etag == mine }
-        if let mine = record.lastModified { return lastModified == mine }
-        return false
-    }
-
     /// How a segment's bytes were taken.
-    private enum SegmentWrite {
+    enum SegmentWrite {
         /// All written.
         case accept
         /// Written up to the segment's end; the rest belongs to another segment.
         case reachedEnd
         /// The write failed (``abortError`` is set).
         case failed
-    }
-
-    /// Writes bytes at the segment's fetch offset, up to its end; the digest follows the
-    /// contiguous prefix.
-    private func writeSegment(_ start: Int64, _ data: UnsafeRawBufferPointer) -> SegmentWrite {
-        guard let seg = plan?.segment(start), let part, let base = data.baseAddress else {
-            return data.isEmpty ? .accept : .reachedEnd
-        }
-        let n = Int(min(Int64(data.count), seg.remaining))
-        if n > 0 {
-            let rc = part.append(base, n, at: seg.fetched)
-            if rc != 0 {
-                abortError = FileErrors.error(rc, "cannot write \(part.path)")
-                return .failed
-            }
-            // Advanced in place: a copy of the plan made every body callback copy its ranges.
-            plan?.advance(start, by: Int64(n))
-            if let p = plan {
-                progressed(to: p.fetchedBytes)
-                hasher?.advance(to: p.contiguousEnd)
-            }
-        }
-        return n < data.count ? .reachedEnd : .accept
-    }
-
-    /// Runs ``pump()`` soon on the loop (never inside a curl callback).
-    private func schedulePump() {
-        if pumpTimer == nil { pumpTimer = LoopTimer(loop: engine.loop) }
-        guard pumpTimer?.isActive != true else { return }
-        pumpTimer?.start(after: 1) { [weak self] in self?.pump() }
-    }
-
-    /// Brings the connections in line with the plan: a fallback to one connection, the end of
-    /// the attempt when every range is fetched, or free connections taking work (an unfinished
-    /// range nobody fetches, else half of the largest remainder).
-    private func pump() {
-        guard phase == .transferring else { return }
-        if fallbackRequested {
-            fallBackToOneConnection()
-            return
-        }
-        connections.removeAll { !$0.isActive }
-        guard var p = plan else { return }
-        if p.isComplete && openConnections == 0 {
-            finishAttempt()
-            return
-        }
-        var busy = Set(connections.map(\.start))
-        if let s = primarySegment { busy.insert(s) }
-        if let until = rangesHeldUntil {
-            let now = engine.loop.nowMillis
-            if now < until {
-                if busy.isEmpty {
-                    // Nothing else at work: the job waits (SPEC's backoff and `Retry-After`,
-                    // `waiting` with `nextRetryAt`) and the next attempt resumes every range.
-                    endForRanges()
-                    return
-                }
-                if holdTimer == nil { holdTimer = LoopTimer(loop: engine.loop) }
-                holdTimer?.start(after: until - now) { [weak self] in self?.pump() }
-                return
-            }
-            rangesHeldUntil = nil
-        }
-        // No more than `--max-per-host` to the host, all jobs together (one always, so that the
-        // download goes on; libcurl queues it until a connection is free).
-        // Over HTTP/2 the ranges are streams of one connection (libcurl multiplexes them).
-        let free = multiplexed ? wantConnections : engine.config.maxPerHost - engine.connections(toHost: hostKey)
-        let cap = busy.count + max(busy.isEmpty ? 1 : 0, free)
-        while busy.count < min(wantConnections, cap), let start = p.nextWork(busy: busy) {
-            plan = p
-            busy.insert(start)
-            startConnection(start)
-        }
-        plan = p
-        if busy.isEmpty && !p.isComplete {
-            complete(
-                failure: lastConnectionError ?? TransferError(.network, "no connection for a range", retryable: true))
-        }
-    }
-
-    /// Takes free host connections when there is work for them (the engine's tick): another
-    /// job may have freed some.
-    func rebalance() {
-        guard plan != nil, !fallbackRequested, connections.count + (primaryAccepted ? 1 : 0) < wantConnections,
-            multiplexed || engine.connections(toHost: hostKey) < engine.config.maxPerHost
-        else { return }
-        schedulePump()
-    }
-
-    /// Starts a further connection for the segment at `start`: `Range: bytes=A-B` + `If-Range`.
-    private func startConnection(_ start: Int64) {
-        guard let seg = plan?.segment(start) else { return }
-        do {
-            let e = try CurlEasy()
-            let c = SegmentConnection(start: start, easy: e)
-            var extra = ["Accept-Encoding: identity"]
-            if let v = ifRangeValue { extra.append("If-Range: \(v)") }
-            var o = requestOptions(for: e, extraHeaders: extra, overridden: overriddenHeaders)
-            o.rangeFrom = seg.fetched
-            o.rangeTo = seg.end - 1
-            o.waitForMultiplexing = o.url.lowercased().hasPrefix("https:")  // HTTP/2 only over TLS
-            e.onHeader = { [unowned self, unowned c] line in c.header(line) { self.segmentHeaders(c) } }
-            e.onBody = { [unowned self, unowned c] data in self.segmentBody(c, data) }
-            e.onDone = { [unowned self, unowned c] error in self.segmentDone(c, error) }
-            if let check = e.onPrerequest {
-                // A refused pinned certificate is this range's failure, and the attempt's (`tls`,
-                // not libcurl's "aborted by callback").
-                e.onPrerequest = { [unowned self, unowned c] in
-                    if check() { return true }
-                    c.failure = self.abortError
-                    return false
-                }
-            }
-            e.configure(o)
-            guard engine.multi.add(e) else {
-                throw TransferError(.io, "cannot add a range to libcurl", retryable: true)
-            }
-            connections.append(c)
-        } catch {
-            connectionFailures += 1
-            lastConnectionError = TransferError.from(error, retryable: true)
-        }
-    }
-
-    /// Checks a further connection's response: a `206` of the range asked for, of the same
-    /// version. A `200` or another version: back to one connection from byte 0.
-    private func segmentHeaders(_ c: SegmentConnection) -> Bool {
-        guard phase == .transferring, let p = plan, let seg = p.segment(c.start), let s = c.status else { return false }
-        lastProgressAt = engine.loop.nowMillis
-        if s == 206, let range = c.rangeStartAndTotal, range.start == seg.fetched, range.total == p.total,
-            validatorsMatch(etag: c.etag, lastModified: c.lastModified)
-        {
-            c.accepted = true
-            return true
-        }
-        if (200..<300).contains(s) {
-            Log.info("a range got \(s) (or another version): restarting from byte 0 on one connection", job: jobId)
-            fallbackRequested = true
-            schedulePump()
-            return false
-        }
-        c.failure = RetryPolicy.error(forHTTPStatus: s)
-        return false
-    }
-
-    private func segmentBody(_ c: SegmentConnection, _ data: UnsafeRawBufferPointer) -> CurlEasy.BodyVerdict {
-        guard c.accepted, phase == .transferring else { return .accept }
-        guard pace(data.count) else { return .pause }
-        switch writeSegment(c.start, data) {
-        case .accept: return .accept
-        case .reachedEnd:
-            c.reachedEnd = true
-            return .abort
-        case .failed:
-            c.failure = abortError
-            fallbackRequested = false
-            schedulePump()
-            return .abort
-        }
-    }
-
-    /// A further connection is done (out of the multi): its range is complete, or it failed
-    /// and its range goes back to the plan.
-    private func segmentDone(_ c: SegmentConnection, _ error: TransferError?) {
-        c.isActive = false
-        guard phase == .transferring else { return }
-        if let abortError, c.failure == abortError {
-            complete(failure: abortError)  // a write failed: the part cannot take more
-            return
-        }
-        let complete = plan?.segment(c.start)?.isComplete ?? true
-        if !c.reachedEnd && !complete && !fallbackRequested {
-            let failure = c.failure ?? error ?? TransferError(.network, "a range ended early", retryable: true)
-            if !rangeFailed(failure, retryAfter: c.retryAfter) { return }
-        }
-        schedulePump()
-    }
-
-    /// A range request failed (a further connection's, or this task's own while it fetched a
-    /// range). The attempt ends (false) when the error is not retryable, or when the job's retries
-    /// left (`--retries`, SPEC: 0 never repeats a request), at most ``maxConnectionFailures``,
-    /// do not cover another request. Otherwise the other connections go on, one fewer is wanted,
-    /// and no range request starts before the retry policy's backoff for this attempt's n-th
-    /// failure, or the server's `Retry-After` if longer (``pump()``).
-    private func rangeFailed(_ failure: TransferError, retryAfter: Double?) -> Bool {
-        connectionFailures += 1
-        lastConnectionError = failure
-        lastConnectionRetryAfter = retryAfter
-        wantConnections = max(1, wantConnections - 1)
-        Log.info("a range request failed: \(failure.message)", job: jobId)
-        let policy = RetryPolicy(retryLimit: record.request.retries ?? RetryPolicy.defaultRetryLimit)
-        let budget = min(Self.maxConnectionFailures, max(0, policy.retryLimit - record.retriesUsed))
-        guard failure.retryable, connectionFailures <= budget else {
-            endForRanges()
-            return false
-        }
-        let wait = policy.delay(forRetry: connectionFailures, retryAfter: retryAfter, jitter: engine.retryJitter())
-        let until = engine.loop.nowMillis + UInt64(max(0, wait) * 1000)
-        rangesHeldUntil = max(rangesHeldUntil ?? 0, until)
-        return true
-    }
-
-    /// Ends the attempt with the last failed range request's error and `Retry-After`.
-    private func endForRanges() {
-        complete(
-            failure: lastConnectionError ?? TransferError(.network, "ranges kept failing", retryable: true),
-            retryAfter: lastConnectionRetryAfter)
     }
 
     /// This task's own request ended: while segmented, it was one connection among several.
@@ -1023,33 +747,6 @@ final class DownloadTask: TransferTask {
         return true
     }
 
-    /// Stops every connection and starts over from byte 0 on one (bytes of two versions are
-    /// never spliced): the database first, then the file.
-    private func fallBackToOneConnection() {
-        fallbackRequested = false
-        rangesHeldUntil = nil
-        stopConnections()
-        if let e = easy { engine.multi.remove(e) }  // harmless when it is already out
-        primaryAccepted = false
-        primaryReachedEnd = false
-        singleOnly = true
-        resetToZero()
-        do { try startHop() } catch {
-            complete(failure: TransferError.from(error, retryable: true))
-        }
-    }
-
-    /// Takes every further connection out of the multi (never inside a curl callback).
-    private func stopConnections() {
-        pumpTimer?.stop()
-        holdTimer?.stop()
-        for c in connections where c.isActive {
-            engine.multi.remove(c.easy)
-            c.isActive = false
-        }
-        connections = []
-    }
-
     override func halt() {
         stopConnections()
         pumpTimer?.close()
@@ -1072,15 +769,6 @@ final class DownloadTask: TransferTask {
     override var hostConnections: Int {
         let held = plan == nil ? super.hostConnections : segmentConnections(countingQueued: true)
         return multiplexed ? min(1, held) : held
-    }
-
-    /// A segmented download's connections: this task's own once its range was accepted, and the
-    /// further ones — with `countingQueued`, also those libcurl still holds back for a free
-    /// connection to the host.
-    private func segmentConnections(countingQueued: Bool) -> Int {
-        guard phase == .transferring else { return 0 }
-        let further = connections.filter { $0.isActive && (countingQueued || $0.easy.engaged) }.count
-        return (primaryAccepted ? 1 : 0) + further
     }
 
     override var segmentProgress: [SegmentProgress]? {
