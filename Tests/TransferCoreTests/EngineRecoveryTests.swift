@@ -65,4 +65,40 @@ final class EngineRecoveryTests: TemporaryDirectoryTestCase {
         XCTAssertFalse(Destination.holdsFinishedDownload(big, size: 5, sha256: nil))
         XCTAssertFalse(Destination.holdsFinishedDownload(dir, size: nil, sha256: nil), "a directory")
     }
+
+    /// A cancel or a remove wrote its rows and the daemon stopped before the part was deleted:
+    /// the next start deletes it, unless an unfinished job holds that destination again.
+    func testThatAPartACrashLeftBehindACancelIsDeletedAtTheNextStart() throws {
+        let store = try JobStore(path: dir + "/t.sqlite")
+        func job(_ state: TransferState, _ dest: String) throws {
+            var request = TransferRequest(url: "http://127.0.0.1:1/f")
+            request.destination = dest
+            _ = try store.insert(
+                JobRecord(
+                    id: nil, kind: .download, url: request.url, method: "GET", state: state, request: request,
+                    destination: dest, durableBytes: 0, total: nil, etag: nil, lastModified: nil, attempts: 1,
+                    retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil, nextRetryAt: nil, priority: 0,
+                    finalizing: false, sha256: nil, sourceSize: nil, sourceMtime: nil, response: nil, history: [],
+                    createdAt: 1, updatedAt: 1, completedAt: nil))
+        }
+        let cancelled = dir + "/cancelled.bin"
+        let removed = dir + "/removed.bin"
+        let heldAgain = dir + "/held.bin"
+        try job(.cancelled, cancelled)
+        try job(.paused, heldAgain)  // a newer job, to the path a cancelled one left
+        var batch = WriteBatch()
+        for dest in [cancelled, removed, heldAgain] {
+            XCTAssertTrue(FileManager.default.createFile(atPath: Destination.partPath(dest), contents: Data(body)))
+            batch.doom(DoomedPart(path: Destination.partPath(dest), destination: dest))
+        }
+        try store.commit(batch, now: 2)
+        XCTAssertEqual(try store.doomedParts().count, 3)
+
+        let engine = try Engine(loop: try EventLoop(), store: store, config: EngineConfig())
+        try engine.recover()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: Destination.partPath(cancelled)))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: Destination.partPath(removed)))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: Destination.partPath(heldAgain)), "the paused job's")
+        XCTAssertEqual(try store.doomedParts(), [], "each record goes once looked at")
+    }
 }

@@ -165,7 +165,27 @@ final class StoreUpgradeTests: XCTestCase {
         let migrations = try DatabaseQueue(path: copy.path).read { db in
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid")
         }
-        XCTAssertEqual(migrations.suffix(3), ["v7-removed-hooks", "v8-owed-hooks", "v9-one-state-index"])
+        XCTAssertEqual(
+            migrations.suffix(4), ["v7-removed-hooks", "v8-owed-hooks", "v9-one-state-index", "v10-doomed-parts"])
+    }
+
+    /// Migration "v10-doomed-parts": an older database (the v7 daemon's) opens with no doomed part,
+    /// and the table then keeps and forgets records.
+    func testThatAnOlderDatabaseUpgradesThroughV10WithNoDoomedParts() throws {
+        let copy = try copyFixture("transfers-v7")
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let store = try JobStore(path: copy.path)
+        XCTAssertEqual(try store.doomedParts(), [])
+        let part = DoomedPart(path: "/tmp/fx/w/a.bin.aftpart", destination: "/tmp/fx/w/a.bin")
+        var batch = WriteBatch()
+        batch.doom(part)
+        try store.commit(batch, now: 2)
+        XCTAssertEqual(try store.doomedParts(), [part])
+        var gone = WriteBatch()
+        gone.partDeleted(part.path)
+        try store.commit(gone, now: 3)
+        XCTAssertEqual(try store.doomedParts(), [])
+        XCTAssertFalse(try store.jobs().isEmpty, "the jobs are still there")
     }
 
     /// Migration "v8-owed-hooks" moves `removed_hook` into `owed_hook`, where each record has an

@@ -19,6 +19,8 @@ protocol AttemptHost: AnyObject {
     /// Changes the job's row (written with the loop pass's group commit; the attempt's cached
     /// record is updated at once).
     func write(_ job: Int64, _ patch: JobPatch)
+    /// A part file is gone: a record of it as doomed (``DoomedPart``) is dropped with the pass.
+    func partDeleted(_ path: String)
     /// Runs `body` once the changes made so far are committed (bookkeeping before a rename).
     func afterCommit(_ body: @escaping () -> Void)
     /// Connections the running attempts hold to `host` (``TransferTask/hostKey``), all jobs.

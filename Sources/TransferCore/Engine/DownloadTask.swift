@@ -687,7 +687,10 @@ final class DownloadTask: TransferTask {
             discarded = true
             held = nil
             hasher?.close()
-            if let partPath { unlink(partPath) }
+            if let partPath {
+                unlink(partPath)
+                engine.partDeleted(partPath)
+            }
             part?.close()
             write(engine.checkpointer.discard(jobId))
             then()

@@ -243,6 +243,7 @@ public final class Engine: AttemptHost {
         }
         bandwidth.set(try store.limits(), now: loop.nowMillis)
         for f in recovered { scheduler.add(f) }
+        try deleteDoomedParts()
         do {
             try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
             try store.commit(batch, now: now)
@@ -740,13 +741,35 @@ public final class Engine: AttemptHost {
         guard let r = record(id) else { return }
         if r.kind == .upload {
             terminateUpload(id, r)
-            // A response file being written when the daemon stopped.
-            if let response = r.request.response { unlink(Destination.partPath(response)) }
-            return
+        } else if r.destination != nil {
+            write(id, checkpointer.discard(id))
         }
-        guard r.kind == .download, let dest = r.destination else { return }
-        write(id, checkpointer.discard(id))
-        unlink(Destination.partPath(dest))
+        // A download's part, or an upload's response file being written when it stopped.
+        for part in parts(of: r) {
+            unlink(part.path)
+            batch.partDeleted(part.path)
+        }
+    }
+
+    /// A part file is gone (``AttemptHost``): its ``DoomedPart`` record goes with this pass.
+    func partDeleted(_ path: String) { batch.partDeleted(path) }
+
+    /// The part files a job may have on disk: a download's part, an upload's response part.
+    func parts(of r: JobRecord) -> [DoomedPart] {
+        let target = r.kind == .download ? r.destination : r.request.response
+        return target.map { [DoomedPart(path: Destination.partPath($0), destination: $0)] } ?? []
+    }
+
+    /// Deletes the parts a cancel or a remove recorded and a crash left (``DoomedPart``), but for
+    /// one whose destination an unfinished job holds again: that job's part now. Run at start,
+    /// once the scheduler knows the destinations held.
+    private func deleteDoomedParts() throws {
+        for part in try store.doomedParts() {
+            if scheduler.holder(of: part.destination) == nil, unlink(part.path) == 0 {
+                Log.info("deleted \(part.path), left by a cancel or a remove the daemon stopped in")
+            }
+            batch.partDeleted(part.path)
+        }
     }
 
     /// Sends `DELETE` to an abandoned resumable upload's URL once (best effort) and forgets the

@@ -584,6 +584,7 @@ final class UploadTask: TransferTask {
         precheck = nil
         if let part = responsePart {
             unlink(part.path)
+            engine.partDeleted(part.path)
             part.close()
         }
         responsePart = nil

@@ -281,6 +281,17 @@ public final class JobStore {
                 let statement = try db.cachedStatement(sql: "DELETE FROM owed_hook WHERE id = ?")
                 for id in batch.finishedOwedHooks { try statement.run([id.databaseValue]) }
             }
+            if !batch.doomedParts.isEmpty {
+                let statement = try db.cachedStatement(
+                    sql: "INSERT OR REPLACE INTO doomed_part (path, destination) VALUES (?, ?)")
+                for part in batch.doomedParts.values {
+                    try statement.run([part.path.databaseValue, part.destination.databaseValue])
+                }
+            }
+            if !batch.deletedParts.isEmpty {
+                let statement = try db.cachedStatement(sql: "DELETE FROM doomed_part WHERE path = ?")
+                for path in batch.deletedParts { try statement.run([path.databaseValue]) }
+            }
             if !batch.deletions.isEmpty {
                 let attempts = try db.cachedStatement(sql: "DELETE FROM attempt WHERE jobId = ?")
                 let jobs = try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?")
@@ -305,6 +316,15 @@ public final class JobStore {
             } catch {
                 if db.isInsideTransaction { try? db.rollback() }
                 throw error
+            }
+        }
+    }
+
+    /// The part files a cancel or a remove recorded for deletion and that may still be there.
+    public func doomedParts() throws -> [DoomedPart] {
+        try db.read { db in
+            try Row.fetchAll(db, sql: "SELECT path, destination FROM doomed_part ORDER BY path").map {
+                DoomedPart(path: $0[0], destination: $0[1])
             }
         }
     }

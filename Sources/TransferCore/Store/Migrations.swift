@@ -147,6 +147,17 @@ enum Migrations {
             // every insert and every change of state or priority also rewrote this one.
             try db.execute(sql: "DROP INDEX IF EXISTS job_unfinished")
         }
+        m.registerMigration("v10-doomed-parts") { db in
+            // Part files a cancel or a remove deletes once its rows are written (``DoomedPart``):
+            // a crash in between leaves them listed here for the next start.
+            try db.execute(
+                sql: """
+                    CREATE TABLE doomed_part (
+                        path TEXT PRIMARY KEY NOT NULL,
+                        destination TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return m
     }
 }

@@ -15,6 +15,10 @@ public struct WriteBatch {
     public private(set) var owedHooks: [Int64: OwedHook] = [:]
     /// Owed hooks that are done with (their rows deleted), by their own id.
     public private(set) var finishedOwedHooks: Set<Int64> = []
+    /// Part files to delete once this batch is written (``DoomedPart``), by path.
+    public private(set) var doomedParts: [String: DoomedPart] = [:]
+    /// Part files deleted (their ``DoomedPart`` records go), by path.
+    public private(set) var deletedParts: Set<String> = []
 
     /// An empty batch.
     public init() {}
@@ -22,7 +26,7 @@ public struct WriteBatch {
     /// Whether there is nothing to write.
     public var isEmpty: Bool {
         patches.isEmpty && attempts.isEmpty && deletions.isEmpty && owedHooks.isEmpty
-            && finishedOwedHooks.isEmpty
+            && finishedOwedHooks.isEmpty && doomedParts.isEmpty && deletedParts.isEmpty
     }
 
     /// Adds column changes for a job, made at `at` (seconds since 1970) when given.
@@ -55,6 +59,18 @@ public struct WriteBatch {
     public mutating func finishOwedHook(_ id: Int64) {
         owedHooks[id] = nil
         finishedOwedHooks.insert(id)
+    }
+
+    /// Records, with this batch's rows, a part file that is deleted after it is written.
+    public mutating func doom(_ part: DoomedPart) {
+        deletedParts.remove(part.path)
+        doomedParts[part.path] = part
+    }
+
+    /// Forgets a doomed part: the file is gone.
+    public mutating func partDeleted(_ path: String) {
+        doomedParts[path] = nil
+        deletedParts.insert(path)
     }
 }
 
