@@ -169,6 +169,19 @@ def test_with_retries_0_a_failing_range_is_never_asked_for_again(daemon, faultse
     assert len(log) <= 4, [(e["range"], e["status"]) for e in log]
 
 
+def test_a_failing_range_is_asked_for_at_most_retries_plus_one_times(daemon, faultserver, key):
+    # README: each failed range request is one of the job's retries, not a free one. With
+    # --retries 1 a range answered 500 was asked for three times (the first repeat was free).
+    size = 8 * MiB
+    url = faultserver.url(size=size, key=key, slow=2 * MiB, rangestatus=500)
+    id = daemon.download(url, "-x", "2", "--retries", "1", "-o", daemon.work / "r1.bin")
+    job = daemon.wait_state(id, "failed", timeout=60)
+    assert job["error"]["code"] == "http_status", job
+    failed = [e["range"] for e in faultserver.log(key) if e["status"] == 500]
+    for r in set(failed):
+        assert failed.count(r) <= 2, f"{r} asked for {failed.count(r)} times with --retries 1: {failed}"
+
+
 def test_a_range_answered_404_ends_the_attempt_instead_of_asking_again(daemon, faultserver, key):
     # A status that is not retryable (SPEC: other statuses are not) fails the job at once.
     size = 8 * MiB

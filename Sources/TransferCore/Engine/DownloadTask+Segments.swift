@@ -266,11 +266,16 @@ extension DownloadTask {
         wantConnections = max(1, wantConnections - 1)
         Log.info("a range request failed: \(failure.message)", job: jobId)
         let policy = RetryPolicy(retryLimit: record.request.retries ?? RetryPolicy.defaultRetryLimit)
-        let budget = min(Self.maxConnectionFailures, max(0, policy.retryLimit - record.retriesUsed))
-        guard failure.retryable, connectionFailures <= budget else {
+        guard failure.retryable, record.retriesUsed < policy.retryLimit, connectionFailures <= Self.maxConnectionFailures
+        else {
             endForRanges()
             return false
         }
+        // Asking for the range again spends one of the job's retries, as a new attempt would: a
+        // range is asked for at most retries + 1 times in all (README).
+        var spent = JobPatch()
+        spent.retriesUsed = record.retriesUsed + 1
+        write(spent)
         let wait = policy.delay(forRetry: connectionFailures, retryAfter: retryAfter, jitter: engine.retryJitter())
         let until = engine.loop.nowMillis + UInt64(max(0, wait) * 1000)
         rangesHeldUntil = max(rangesHeldUntil ?? 0, until)
