@@ -266,7 +266,8 @@ extension DownloadTask {
         wantConnections = max(1, wantConnections - 1)
         Log.info("a range request failed: \(failure.message)", job: jobId)
         let policy = RetryPolicy(retryLimit: record.request.retries ?? RetryPolicy.defaultRetryLimit)
-        guard failure.retryable, record.retriesUsed < policy.retryLimit, connectionFailures <= Self.maxConnectionFailures
+        guard failure.retryable, record.retriesUsed < policy.retryLimit,
+            connectionFailures <= Self.maxConnectionFailures
         else {
             endForRanges()
             return false
