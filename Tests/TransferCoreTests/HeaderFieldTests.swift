@@ -30,6 +30,16 @@ final class HeaderFieldTests: XCTestCase {
         assertRefused("")
     }
 
+    func testThatHeadersTheDaemonWritesItselfAreRefusedInAnyCase() {
+        for line in ["Content-Length: 1", "transfer-encoding: chunked", "RANGE: bytes=0-9", "If-Range: \"e\"",
+            "Upload-Offset: 0", "Tus-Resumable: 1.0.0"]
+        {
+            assertRefused(line)
+        }
+        XCTAssertNoThrow(try HeaderField.parse("Content-Type: text/plain"))
+        XCTAssertNoThrow(try HeaderField.parse("Host: example.com"))
+    }
+
     func testThatAnEmptyNameIsRefused() {
         assertRefused(": value")
     }

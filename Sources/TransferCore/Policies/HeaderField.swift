@@ -14,6 +14,15 @@ public struct HeaderField: Equatable, Sendable {
     /// printed as `***`.
     public static let secretNames: Set<String> = ["authorization", "proxy-authorization", "cookie"]
 
+    /// Lowercased names of the headers the daemon writes itself, refused from the user: the body's
+    /// framing (`Content-Length`, `Transfer-Encoding`: a wrong one leaves bytes on a kept-alive
+    /// connection for the next, unrelated request) and the ranges resuming asks for (`Range`,
+    /// `If-Range`), and the resumable-upload protocols' own fields.
+    public static let daemonOwnedNames: Set<String> = [
+        "content-length", "transfer-encoding", "range", "if-range", "upload-offset", "upload-complete",
+        "upload-incomplete", "upload-length", "upload-draft-interop-version", "tus-resumable",
+    ]
+
     /// What `list`, `status`, `curl` and logs print instead of a secret value.
     public static let redactedValue = "***"
 
@@ -55,6 +64,9 @@ public struct HeaderField: Equatable, Sendable {
         }
         if rawValue.contains(where: { isControl($0) && $0 != "\t" }) {
             throw refusal("header \(name): the value contains a control character")
+        }
+        if daemonOwnedNames.contains(name.lowercased()) {
+            throw refusal("header \(name): the daemon sets it itself (it frames the body or asks for ranges)")
         }
         let isOptionalWhitespace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" }
         var trimmed = rawValue
