@@ -31,9 +31,10 @@ final class HeaderFieldTests: XCTestCase {
     }
 
     func testThatHeadersTheDaemonWritesItselfAreRefusedInAnyCase() {
-        for line in ["Content-Length: 1", "transfer-encoding: chunked", "RANGE: bytes=0-9", "If-Range: \"e\"",
-            "Upload-Offset: 0", "Tus-Resumable: 1.0.0"]
-        {
+        for line in [
+            "Content-Length: 1", "transfer-encoding: chunked", "RANGE: bytes=0-9", "If-Range: \"e\"",
+            "Upload-Offset: 0", "Tus-Resumable: 1.0.0",
+        ] {
             assertRefused(line)
         }
         XCTAssertNoThrow(try HeaderField.parse("Content-Type: text/plain"))
