@@ -127,6 +127,31 @@ def test_response_into_a_new_directory_or_over_a_file_needs_create_dirs_or_repla
     assert r.rc == 2 and "--response" in r.err, r
 
 
+def test_a_response_file_is_held_as_a_downloads_destination_is(daemon, faultserver, key):
+    # One file, one job: an upload's --response shared with a download (or another upload) once
+    # mixed both into one .aftpart and corrupted the completed download.
+    src = daemon.work / "slow.bin"
+    write_random_file(src, 300_000)
+    held = daemon.work / "held.json"
+    up = daemon.upload(src, faultserver.url("/upload", key=key + "u"), "--response", held, "--limit-rate", "20K",
+                       "--resumable", "off")
+    r = daemon.cli("download", faultserver.url(size=1000, key=key + "d"), "-o", held)
+    assert r.rc == 2 and "another job" in r.err, r
+    r = daemon.cli("upload", src, faultserver.url("/upload", key=key + "u2"), "--response", held, "--replace")
+    assert r.rc == 2 and "another job" in r.err, r
+    lst = daemon.work / "list.txt"
+    lst.write_text(f"{faultserver.url(size=10, key=key + 'l')}\t{held.name}\n")
+    r = daemon.cli("download", "-i", lst, "-d", daemon.work)
+    assert r.rc == 2 and "another job" in r.err, r
+    # And the other way round: a download's destination is no upload's response file.
+    target = daemon.work / "target.bin"
+    down = daemon.download(faultserver.url(size=3_000_000, key=key + "x", slow=100_000), "-o", target)
+    r = daemon.cli("upload", src, faultserver.url("/upload", key=key + "u3"), "--response", target, "--replace")
+    assert r.rc == 2 and "another job" in r.err, r
+    assert [j["id"] for j in daemon.jobs()] == [up, down]
+    daemon.cli("cancel", str(up), str(down))
+
+
 def test_without_response_the_first_64_kib_of_the_body_are_kept(daemon, faultserver, key):
     src = daemon.work / "big-answer.bin"
     write_random_file(src, 100)

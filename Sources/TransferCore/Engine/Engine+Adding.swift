@@ -32,6 +32,13 @@ extension Engine {
             sourceMtime = source.modificationTime
             total = source.payloadLength
             stamps = source.stamps
+            if let path = req.response {
+                // The response file is held as a download's destination is: one job a path.
+                let holder = scheduler.holder(of: path) ?? (claimed.contains(path) ? 0 : nil)
+                if let err = Destination(path: path).clash(replace: req.replace == true, heldBy: holder) {
+                    throw TransferError(err.code, "response: " + err.message, retryable: false)
+                }
+            }
         }
         return JobRecord(
             id: nil, kind: kind, url: req.url, method: req.method ?? (kind == .download ? "GET" : "PUT"),
@@ -126,7 +133,7 @@ extension Engine {
         for (i, request) in requests.enumerated() {
             do {
                 let r = try prepareRecord(request, claimed: claimed, knownDirectories: &directories, now: now)
-                if r.kind == .download, let d = r.destination { claimed.insert(d) }
+                if let d = r.kind == .download ? r.destination : r.request.response { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {
                 if refusalOfOne { throw e }

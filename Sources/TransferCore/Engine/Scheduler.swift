@@ -31,7 +31,7 @@ struct Scheduler {
     private var deadlines = Heap<Deadline>()
     /// The armed deadline of each waiting job (stale heap entries are skipped).
     private var armed: [Int64: Double] = [:]
-    /// Download destinations held by tracked jobs.
+    /// Paths held by tracked jobs: download destinations and uploads' `--response` files.
     private var destinations: [String: Int64] = [:]
     /// Jobs per state, every state present (completed and cancelled ones are only counted).
     private(set) var counts: [TransferState: Int]
@@ -62,7 +62,7 @@ struct Scheduler {
         guard Self.tracks(f.state) else { return }
         facts[f.id] = f
         if f.state == .queued { queue.insert(QueueKey(priority: f.priority, id: f.id)) }
-        if f.kind == .download, let d = f.destination { destinations[d] = f.id }
+        if let d = f.heldPath { destinations[d] = f.id }
     }
 
     /// Applies a committed change to a job's facts, keeping the queue, the counts and the
@@ -77,9 +77,9 @@ struct Scheduler {
             counts[old.state, default: 0] -= 1
             counts[f.state, default: 0] += 1
         }
-        if f.kind == .download, old.destination != f.destination || !wasTracked {
-            if let d = old.destination, destinations[d] == id { destinations[d] = nil }
-            if let d = f.destination, Self.tracks(f.state) { destinations[d] = id }
+        if old.heldPath != f.heldPath || !wasTracked {
+            if let d = old.heldPath, destinations[d] == id { destinations[d] = nil }
+            if let d = f.heldPath, Self.tracks(f.state) { destinations[d] = id }
         }
         if Self.tracks(f.state) {
             facts[id] = f
@@ -100,7 +100,7 @@ struct Scheduler {
     private mutating func forget(_ f: JobFacts) {
         facts[f.id] = nil
         armed[f.id] = nil
-        if let d = f.destination, destinations[d] == f.id { destinations[d] = nil }
+        if let d = f.heldPath, destinations[d] == f.id { destinations[d] = nil }
     }
 
     /// The job holding a download destination, if any other than `except`.

@@ -34,13 +34,19 @@ public struct JobFacts: Equatable, Sendable {
     /// Download: the part holds ranges of a segmented download (recovery must not cut it back to
     /// ``durableBytes``: each range resumes from its own offset).
     public var segmented: Bool
+    /// Upload: the `--response` file its answer is saved to, if any.
+    public var responseFile: String?
+
+    /// The path this job writes and holds against every other job: a download's destination, an
+    /// upload's `--response` file (both go through a `.aftpart` beside them).
+    public var heldPath: String? { kind == .download ? destination : responseFile }
 
     /// Creates the facts of a job.
     public init(
         id: Int64, kind: JobKind, state: TransferState, priority: Int, destination: String?,
         waitReason: WaitReason? = nil, nextRetryAt: Double? = nil, attempts: Int = 0, retriesUsed: Int = 0,
         retryLimit: Int = RetryPolicy.defaultRetryLimit, durableBytes: Int64 = 0, finalizing: Bool = false,
-        hasOnEnd: Bool = false, segmented: Bool = false, hookPending: HookStage? = nil
+        hasOnEnd: Bool = false, segmented: Bool = false, hookPending: HookStage? = nil, responseFile: String? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -57,6 +63,7 @@ public struct JobFacts: Equatable, Sendable {
         self.hasOnEnd = hasOnEnd
         self.segmented = segmented
         self.hookPending = hookPending
+        self.responseFile = responseFile
     }
 
     /// The facts of a stored row.
@@ -66,7 +73,7 @@ public struct JobFacts: Equatable, Sendable {
             waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, attempts: r.attempts, retriesUsed: r.retriesUsed,
             retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit, durableBytes: r.durableBytes,
             finalizing: r.finalizing, hasOnEnd: r.request.onEnd != nil, segmented: r.segments != nil,
-            hookPending: r.hookPending)
+            hookPending: r.hookPending, responseFile: r.kind == .upload ? r.request.response : nil)
     }
 
     /// Applies the same patch the store writes.

@@ -132,7 +132,7 @@ public final class BatchAssembler {
     public static func checkDistinctDestinations(_ requests: [TransferRequest]) throws {
         var claims: [String: Claim] = [:]
         for (index, request) in requests.enumerated() {
-            try claim(request.destination, of: request, index: index, in: &claims)
+            try claim(heldPath(of: request), of: request, index: index, in: &claims)
         }
     }
 
@@ -143,30 +143,35 @@ public final class BatchAssembler {
     ) throws -> JobRecord {
         // The destination as given is claimed first: a clash names the request as `transfer.add`
         // would, before anything about it is checked.
-        try claim(request.destination, of: request, index: index, in: &claims)
+        try claim(heldPath(of: request), of: request, index: index, in: &claims)
         let record: JobRecord
         do {
             record = try prepare(request)
         } catch let error as TransferError {
             throw BatchRefusal(index: index, error: error)
         }
-        if record.destination != request.destination {  // made from a directory and the URL's name
+        if record.kind == .download, record.destination != request.destination {  // a directory and the URL's name
             try claim(record.destination, of: request, index: index, in: &claims)
         }
         return record
     }
 
+    /// The path a request holds: a download's destination, an upload's `--response` file.
+    private static func heldPath(of request: TransferRequest) -> String? {
+        (request.kind ?? "download").lowercased() == "download" ? request.destination : request.response
+    }
+
     private static func claim(
         _ destination: String?, of request: TransferRequest, index: Int, in claims: inout [String: Claim]
     ) throws {
-        guard (request.kind ?? "download").lowercased() == "download", let destination else { return }
+        guard let destination else { return }
         let normalized = (destination as NSString).standardizingPath
         if let earlier = claims[normalized], earlier.index != index {
+            let field = (request.kind ?? "download").lowercased() == "download" ? "destination" : "response"
             throw BatchRefusal(
                 index: index,
                 error: TransferError(
-                    .destinationExists,
-                    "destination: \(destination) is also the destination of request \(earlier.index)"))
+                    .destinationExists, "\(field): \(destination) is also the file of request \(earlier.index)"))
         }
         claims[normalized] = Claim(index: index, replace: request.replace == true)
     }

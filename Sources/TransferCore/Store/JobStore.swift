@@ -453,7 +453,8 @@ public final class JobStore {
                 sql: """
                     SELECT id, kind, state, priority, destination, waitReason, nextRetryAt, attempts, retriesUsed,
                            json_extract(request, '$.retries'), durableBytes, finalizing,
-                           json_extract(request, '$.onEnd') IS NOT NULL, segments IS NOT NULL, hookPending
+                           json_extract(request, '$.onEnd') IS NOT NULL, segments IS NOT NULL, hookPending,
+                           CASE kind WHEN 'upload' THEN json_extract(request, '$.response') END
                     FROM job WHERE state IN ('queued', 'running', 'waiting', 'paused', 'failed')
                       AND id BETWEEN ? AND ?
                     """, arguments: [ids?.lowerBound ?? Int64.min, ids?.upperBound ?? Int64.max])
@@ -468,7 +469,7 @@ public final class JobStore {
                         waitReason: (row[5] as String?).flatMap(WaitReason.init(rawValue:)), nextRetryAt: row[6],
                         attempts: row[7], retriesUsed: row[8], retryLimit: row[9] ?? RetryPolicy.defaultRetryLimit,
                         durableBytes: row[10], finalizing: row[11], hasOnEnd: row[12], segmented: row[13],
-                        hookPending: (row[14] as Int?).flatMap(HookStage.init(rawValue:))))
+                        hookPending: (row[14] as Int?).flatMap(HookStage.init(rawValue:)), responseFile: row[15]))
             }
             return out
         }
