@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 from conftest import sha256_file, wait_until, write_random_file
 
 MiB = 1024 * 1024
@@ -77,6 +79,27 @@ def test_the_upload_limit_paces_an_upload(daemon, faultserver, key):
     assert took >= 2.2, f"3 MiB under a 1 MiB/s upload limit took {took:.2f} s"
     up = faultserver.log(key)[-1]["upload"]
     assert up["complete"] and up["sha256"] == digest
+
+
+@pytest.mark.parametrize("how", ["--limit-rate", "limit --upload"])
+def test_a_paced_uploads_rate_shows_its_pace(daemon, faultserver, key, how):
+    # A second's worth a read sent a paced upload in bursts: `rate` swung between 0.5x and 1.6x of
+    # the pace (274 KiB/s shown for 512 KiB/s). Now each sample is within a fifth of it.
+    src = daemon.work / "paced.bin"
+    write_random_file(src, 8 * MiB)
+    extra = ("--limit-rate", "512K") if how == "--limit-rate" else ()
+    if how != "--limit-rate":
+        daemon.cli("limit", "--upload", "512K", check=0)
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--resumable", "off", *extra)
+    time.sleep(2.5)
+    rates = []
+    for _ in range(6):
+        job = daemon.job(id)
+        assert job["state"] == "running", job
+        rates.append(job["rate"] / 1024)
+        time.sleep(0.5)
+    assert all(400 <= r <= 620 for r in rates), f"rate shown for a 512 KiB/s upload: {rates}"
+    daemon.cli("cancel", str(id))
 
 
 def test_a_limit_set_while_a_segmented_download_runs_slows_it_at_once(daemon, nginx):

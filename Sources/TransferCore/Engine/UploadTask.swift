@@ -385,8 +385,11 @@ final class UploadTask: TransferTask {
         responseBytes = 0
         keptBody = Data()
         _ = responsePart?.truncate(to: 0)
-        // Under --limit-rate, at most about a second's worth a read keeps the pace smooth.
-        let paced = limiter.map { Int(min(Double(Self.uploadBufferSize), max(16 * 1024, $0.rate))) }
+        // Under a limit (`--limit-rate`, or the daemon's upload limit in force now), reads of an
+        // eighth of a second's worth keep the pace smooth, and the job's `rate` with it: a
+        // second's worth a read sent it in bursts, and the rate shown swung by half either way.
+        let limits = [limiter?.rate, engine.bandwidth.upload.rate.map(Double.init)].compactMap { $0 }
+        let paced = limits.min().map { Int(min(Double(Self.uploadBufferSize), max(16 * 1024, $0 / 8))) }
         if let r = request, r.method == "HEAD" {
             options.body = .head
         } else {
