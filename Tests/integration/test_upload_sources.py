@@ -1,6 +1,7 @@
 """Each file of a multipart upload is checked on its own before every attempt (store migration v2):
 a change that keeps the total size and leaves the newest mtime where it was is still caught."""
 import os
+import time
 
 from conftest import write_random_file
 
@@ -30,3 +31,18 @@ def test_an_unchanged_form_is_sent_again_after_a_retry(daemon, faultserver, key)
     id = daemon.upload("--form", f"a=@{a}", faultserver.url("/upload", key=key, status=503, times=1, retryafter=1))
     job = daemon.wait_state(id, "completed", timeout=20)
     assert job["attempts"] == 2
+
+
+def test_a_form_file_changed_after_its_last_byte_was_read_fails_with_source_changed(daemon, faultserver, key):
+    # As a plain upload's source is: looked at once the last byte was read for sending, before
+    # the job is completed. The daemon has read all 20 KB at once; the server takes ~2 s.
+    a = daemon.work / "late.bin"
+    write_random_file(a, 20_000)
+    id = daemon.upload("--form", f"a=@{a}", faultserver.url("/upload", key=key, slow=10_000))
+    daemon.wait_state(id, "running")
+    time.sleep(0.7)
+    with open(a, "ab") as f:
+        f.write(b"x")
+    job = daemon.wait_state(id, ("failed", "completed"), timeout=20)
+    assert job["state"] == "failed" and job["error"]["code"] == "source_changed", job
+    assert str(a) in job["error"]["message"]

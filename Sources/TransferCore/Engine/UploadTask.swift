@@ -289,9 +289,18 @@ final class UploadTask: TransferTask {
     }
 
     /// SPEC: the source file is checked (size, mtime) before every append, and before and after
-    /// its digest is read back.
+    /// its digest is read back; a form's file parts, each against its own stamp, once the last
+    /// byte was read.
     private func checkSourceUnchanged() throws {
-        guard let source = record.request.source else { return }
+        guard let source = record.request.source else {
+            for stamp in record.sources ?? [] {
+                let st = try statSource(stamp.path)
+                if stamp.size != Int64(st.st_size) || stamp.mtime != Self.modificationTime(st) {
+                    throw sourceChanged(stamp.path)
+                }
+            }
+            return
+        }
         let st = try statSource(source)
         if let recorded = record.sourceSize, recorded != Int64(st.st_size) { throw sourceChanged(source) }
         if let recorded = record.sourceMtime, recorded != Self.modificationTime(st) { throw sourceChanged(source) }
@@ -518,6 +527,11 @@ final class UploadTask: TransferTask {
             fileHasher = RangeHasher(loop: engine.loop, path: source)
         }
         guard let fileHasher else {
+            // Hashed as it was read (a form): the files are still the ones sent, or it failed.
+            do { try checkSourceUnchanged() } catch {
+                complete(failure: TransferError.from(error, retryable: false))
+                return
+            }
             finish(digest: hasher.finalizeHex(), report: report)
             return
         }
