@@ -253,10 +253,16 @@ def test_while_409s_keep_coming_bytes_is_the_servers_offset_not_the_refused_appe
     # Past the first three 409s, the daemon waits between asks: bytes must show 500000 then.
     wait_until(lambda: len([r for r in ietf.stats(key)["requests"] if r["method"] == "PATCH"]) >= 5, 30,
                "the waits between asks")
-    for _ in range(5):
+    # A poll may land while an append is on the wire (its bytes sent so far, until its 409): that
+    # lasts milliseconds, not the seconds the daemon waits between asks.
+    seen = []
+    for _ in range(8):
         job = daemon.job(id)
-        assert job["state"] == "running" and job["bytes"] == 500_000, (job["bytes"], job["fraction"])
-        time.sleep(0.3)
+        assert job["state"] == "running", job
+        seen.append(job["bytes"])
+        time.sleep(0.25)
+    assert seen.count(500_000) >= 6, seen
+    assert not any(a != 500_000 and b != 500_000 for a, b in zip(seen, seen[1:])), seen
     daemon.cli("cancel", id, check=0)
 
 
