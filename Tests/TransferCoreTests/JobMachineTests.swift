@@ -286,6 +286,21 @@ final class JobMachineTests: XCTestCase {
         XCTAssertEqual(t.patch.waitReason, .some(.disk))
     }
 
+    func testThatAnUploadWithRetries0FailsOnAFullDiskInsteadOfBeingSentAgain() throws {
+        var upload = job(.running, retryLimit: 0)
+        upload.kind = .upload
+        let full = TransferError(.diskFull, "cannot write /d/r.json.aftpart: No space left on device")
+        let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(full, retryAfter: nil)), upload)))
+        XCTAssertEqual(t.patch.state, .failed)
+        XCTAssertEqual(t.patch.error??.code, .diskFull)
+        XCTAssertEqual(t.patch.error??.retryable, false)
+        XCTAssertTrue(t.patch.error??.message.hasSuffix("not sent again (--retries 0)") ?? false)
+        // A download with --retries 0 still waits: waiting re-asks for bytes, it sends nothing.
+        let download = try XCTUnwrap(
+            success(apply(.attemptEnded(.failed(full, retryAfter: nil)), job(.running, retryLimit: 0))))
+        XCTAssertEqual(download.patch.state, .waiting)
+    }
+
     func testThatFreeSpaceQueuesOnlyAJobWaitingForDisk() throws {
         let t = try XCTUnwrap(success(apply(.diskSpaceChanged, job(.waiting, waitReason: .disk))))
         XCTAssertEqual(t.patch.state, .queued)

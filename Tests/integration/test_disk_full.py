@@ -198,3 +198,20 @@ def test_a_job_waiting_for_space_can_be_paused_resumed_and_cancelled(daemon, fau
     assert_waits_for_disk(daemon.wait_state(id, "waiting", timeout=20))
     assert daemon.cli("cancel", str(id)).rc == 0
     assert daemon.job(id)["state"] == "cancelled"
+
+
+def test_an_upload_with_retries_0_is_not_sent_again_when_its_response_file_finds_the_disk_full(
+        daemon, faultserver, key, tmpfs):
+    # Waiting for space would send the body again: `--retries 0` is for endpoints that must never
+    # see a request twice (SPEC), so the job fails instead; the server saw it once.
+    fs = tmpfs(2 * MiB)
+    fs.fill()
+    src = daemon.work / "up.bin"
+    src.write_bytes(os.urandom(50_000))
+    id = daemon.upload(src, faultserver.url("/upload", key=key, respsize=300_000), "--response",
+                       fs.path / "resp.json", "--retries", "0", "--resumable", "off")
+    job = daemon.wait_state(id, ("failed", "waiting"), timeout=20)
+    assert job["state"] == "failed" and job["error"]["code"] == "disk_full", job
+    assert job["error"]["retryable"] is False and "--retries 0" in job["error"]["message"], job
+    assert len(faultserver.log(key)) == 1
+    assert not (fs.path / "resp.json").exists() and not (fs.path / "resp.json.aftpart").exists()

@@ -297,6 +297,17 @@ public enum JobMachine {
         -> JobTransition
     {
         var p = JobPatch()
+        if error.code == .diskFull && job.kind == .upload && job.retryLimit == 0 {
+            // Waiting for space would send the upload again (its response file is what did not
+            // fit): `--retries 0` is for endpoints that must never see a request twice (SPEC).
+            var final = error
+            final.retryable = false
+            final.message += "; not sent again (--retries 0)"
+            p.state = .failed
+            p.error = .some(final)
+            let hook = ending(&p, job, ctx)
+            return JobTransition(patch: p, actions: [.notify, .schedule] + hook)
+        }
         if error.code == .diskFull {
             // SPEC "Disk full": wait for space, retryable, no retry spent, no timer.
             var e = error
