@@ -171,6 +171,9 @@ final class RequestValidatorTests: XCTestCase {
     func testThatAHostLibcurlWouldRefuseIsRefused() {
         assertRefusedURL("http://[zz::1]/x", saying: "IPv6")
         assertRefusedURL("http://[::1]x/x", saying: "")
+        assertRefusedURL("http://u:pw@@localhost/a", saying: "second @")
+        assertRefusedURL("http://a@b@localhost/a", saying: "second @")
+        XCTAssertNoThrow(try RequestValidator.validate(download("http://u:p%40w@localhost/a")))
         for bad in ["http://a%20b/x", "http://a%2Fb/x", "http://a%zz/x", "http://a$b/x", "http://a(b)/x"] {
             assertRefusedURL(bad, saying: bad.contains("%zz") ? "" : "host name")
         }

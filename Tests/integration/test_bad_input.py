@@ -35,6 +35,7 @@ BAD_URLS = [
     "http://127.0.0.1:99999999999999999999/x",  # digits past any integer: Foundation sees no port
     "http://[zz::1]/x",
     "http://a%20b/x",
+    "http://u:pw@@127.0.0.1/x",  # libcurl ends the password at the first @
 ]
 
 

@@ -216,6 +216,10 @@ public enum RequestValidator {
             $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
         })
         var authority = Array(rest[..<(end ?? rest.endIndex)])
+        // libcurl ends the user name and password at the first `@`: a second one is left in the host.
+        if authority.filter({ $0 == UInt8(ascii: "@") }).count > 1 {
+            return "has a second @ (write one inside a user name or password as %40)"
+        }
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority.removeFirst(at + 1) }
         var port: ArraySlice<UInt8> = []
         if authority.first == UInt8(ascii: "[") {
