@@ -18,12 +18,7 @@ extension Engine {
         var stamps: [SourceStamp]?
         var total: Int64?
         if kind == .download {
-            if let path = req.destination {
-                let dest = Destination(path: path)
-                let holder = scheduler.holder(of: path) ?? (claimed.contains(path) ? 0 : nil)
-                if let err = dest.clash(replace: req.replace == true, heldBy: holder) { throw err }
-                destination = path
-            }
+            destination = req.destination
         } else {
             // The file, or every file part of a form: size and mtime for source_changed.
             let source = try UploadTask.inspectSources(of: req)
@@ -32,21 +27,22 @@ extension Engine {
             sourceMtime = source.modificationTime
             total = source.payloadLength
             stamps = source.stamps
-            if let path = req.response {
-                // The response file is held as a download's destination is: one job a path.
-                let holder = scheduler.holder(of: path) ?? (claimed.contains(path) ? 0 : nil)
-                if let err = Destination(path: path).clash(replace: req.replace == true, heldBy: holder) {
-                    throw TransferError(err.code, "response: " + err.message, retryable: false)
-                }
-            }
         }
-        return JobRecord(
+        let record = JobRecord(
             id: nil, kind: kind, url: req.url, method: req.method ?? (kind == .download ? "GET" : "PUT"),
             state: .queued, request: req, destination: destination, durableBytes: 0, total: total, etag: nil,
             lastModified: nil, attempts: 0, retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil,
             nextRetryAt: nil, priority: req.priority ?? 0, finalizing: false, sha256: nil, sourceSize: sourceSize,
             sourceMtime: sourceMtime, response: nil, createdAt: now, updatedAt: now, completedAt: nil,
             sources: stamps)
+        // One job a path: a download's destination, an upload's response file (``JobRecord/heldPath``).
+        if let path = record.heldPath {
+            let holder = scheduler.holder(of: path) ?? (claimed.contains(path) ? 0 : nil)
+            if let err = Destination(path: path).clash(replace: req.replace == true, heldBy: holder) {
+                throw kind == .download ? err : TransferError(err.code, "response: " + err.message, retryable: false)
+            }
+        }
+        return record
     }
 
     /// Validates and queues a new job (SPEC: refused input changes nothing).
@@ -133,7 +129,7 @@ extension Engine {
         for (i, request) in requests.enumerated() {
             do {
                 let r = try prepareRecord(request, claimed: claimed, knownDirectories: &directories, now: now)
-                if let d = r.kind == .download ? r.destination : r.request.response { claimed.insert(d) }
+                if let d = r.heldPath { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {
                 if refusalOfOne { throw e }

@@ -42,8 +42,10 @@ extension Engine {
                 for kept in owed { probe.putOwedHook(kept) }
                 // The part is deleted after these rows are written: recorded with them, so that
                 // a crash in between leaves it to the next start, not on the disk for good.
-                if t.actions.contains(.deletePart) || t.actions.contains(.stopAttempt(.cancel)), let r = record(id) {
-                    for part in parts(of: r) { probe.doom(part) }
+                if t.actions.contains(.deletePart) || t.actions.contains(.stopAttempt(.cancel)),
+                    let part = record(id).flatMap(part(of:))
+                {
+                    probe.doom(part)
                 }
                 if t.actions.contains(.deleteRow) {
                     probe.delete(id)

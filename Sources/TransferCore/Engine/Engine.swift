@@ -423,22 +423,10 @@ public final class Engine: AttemptHost {
         // Each copy held in memory changes as the row will, `updatedAt` too: the same instant.
         let now = Timestamp.now()
         batch.patch(id, patch, at: now)
-        if let task = tasks[id] {
-            task.record.apply(patch)
-            task.record.updatedAt = now
-        }
-        if ending[id] != nil {
-            ending[id]?.apply(patch)
-            ending[id]?.updatedAt = now
-        }
-        if vanishing[id] != nil {
-            vanishing[id]?.apply(patch)  // a job being removed: what its later actions read
-            vanishing[id]?.updatedAt = now
-        }
-        if queuedRecords[id] != nil {
-            queuedRecords[id]?.apply(patch)
-            queuedRecords[id]?.updatedAt = now
-        }
+        tasks[id]?.record.apply(patch, at: now)
+        ending[id]?.apply(patch, at: now)
+        vanishing[id]?.apply(patch, at: now)  // a job being removed: what its later actions read
+        queuedRecords[id]?.apply(patch, at: now)
         scheduler.apply(patch, to: id, loaded: loaded)
     }
 
@@ -745,7 +733,7 @@ public final class Engine: AttemptHost {
             write(id, checkpointer.discard(id))
         }
         // A download's part, or an upload's response file being written when it stopped.
-        for part in parts(of: r) {
+        if let part = part(of: r) {
             unlink(part.path)
             batch.partDeleted(part.path)
         }
@@ -754,10 +742,9 @@ public final class Engine: AttemptHost {
     /// A part file is gone (``AttemptHost``): its ``DoomedPart`` record goes with this pass.
     func partDeleted(_ path: String) { batch.partDeleted(path) }
 
-    /// The part files a job may have on disk: a download's part, an upload's response part.
-    func parts(of r: JobRecord) -> [DoomedPart] {
-        let target = r.kind == .download ? r.destination : r.request.response
-        return target.map { [DoomedPart(path: Destination.partPath($0), destination: $0)] } ?? []
+    /// The part file a job may have on disk: a download's part, an upload's response part.
+    func part(of r: JobRecord) -> DoomedPart? {
+        r.heldPath.map { DoomedPart(path: Destination.partPath($0), destination: $0) }
     }
 
     /// Deletes the parts a cancel or a remove recorded and a crash left (``DoomedPart``), but for

@@ -73,7 +73,7 @@ public struct JobFacts: Equatable, Sendable {
             waitReason: r.waitReason, nextRetryAt: r.nextRetryAt, attempts: r.attempts, retriesUsed: r.retriesUsed,
             retryLimit: r.request.retries ?? RetryPolicy.defaultRetryLimit, durableBytes: r.durableBytes,
             finalizing: r.finalizing, hasOnEnd: r.request.onEnd != nil, segmented: r.segments != nil,
-            hookPending: r.hookPending, responseFile: r.kind == .upload ? r.request.response : nil)
+            hookPending: r.hookPending, responseFile: r.kind == .upload ? r.heldPath : nil)
     }
 
     /// Applies the same patch the store writes.

@@ -156,9 +156,14 @@ public final class BatchAssembler {
         return record
     }
 
+    /// Whether a request (not yet validated: its kind as given) is a download.
+    private static func isDownload(_ request: TransferRequest) -> Bool {
+        (request.kind ?? "download").lowercased() == "download"
+    }
+
     /// The path a request holds: a download's destination, an upload's `--response` file.
     private static func heldPath(of request: TransferRequest) -> String? {
-        (request.kind ?? "download").lowercased() == "download" ? request.destination : request.response
+        isDownload(request) ? request.destination : request.response
     }
 
     private static func claim(
@@ -167,7 +172,7 @@ public final class BatchAssembler {
         guard let destination else { return }
         let normalized = (destination as NSString).standardizingPath
         if let earlier = claims[normalized], earlier.index != index {
-            let field = (request.kind ?? "download").lowercased() == "download" ? "destination" : "response"
+            let field = isDownload(request) ? "destination" : "response"
             throw BatchRefusal(
                 index: index,
                 error: TransferError(

@@ -93,6 +93,16 @@ extension JobRecord {
         if seq < history.count { history[seq] = entry } else if seq == history.count { history.append(entry) }
     }
 
+    /// The path this job writes and holds against every other job: a download's destination, an
+    /// upload's `--response` file (both go through a `.aftpart` beside them).
+    public var heldPath: String? { kind == .download ? destination : request.response }
+
+    /// Applies a patch made at `updatedAt` (seconds since 1970), as the store writes it.
+    public mutating func apply(_ p: JobPatch, at updatedAt: Double) {
+        apply(p)
+        self.updatedAt = updatedAt
+    }
+
     /// Applies a patch to this in-memory copy of the row (the store writes the same fields).
     public mutating func apply(_ p: JobPatch) {
         if let v = p.state { state = v }
