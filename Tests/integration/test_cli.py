@@ -373,13 +373,14 @@ def test_daemon_status_and_daemon_stop_never_start_a_daemon(daemon_factory):
     assert processes_mentioning(str(d.home)) == []
 
 
-def test_download_wait_draws_a_progress_bar_on_a_terminal(daemon, faultserver, key):
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_download_wait_draws_a_progress_bar_on_a_terminal_unless_it_is_dumb(daemon, faultserver, key, term):
     dest = daemon.work / "tty.bin"
     master, slave = pty.openpty()
     p = spawn([daemon.cli_exe, "download", faultserver.url(size=900_000, key=key, slow=300_000), "-o", str(dest),
                "--wait", "--home", str(daemon.home), "--no-autostart"], "aftransfer --wait on a tty",
               stdin=slave, stdout=subprocess.PIPE, stderr=slave, cwd=daemon.work,
-              env={**daemon.env, "TERM": "xterm", "COLUMNS": "100"})
+              env={**daemon.env, "TERM": term, "COLUMNS": "100"})
     os.close(slave)
     screen = b""
     deadline = time.monotonic() + 30
@@ -400,6 +401,11 @@ def test_download_wait_draws_a_progress_bar_on_a_terminal(daemon, faultserver, k
     assert p.wait(timeout=10) == 0
     assert re.fullmatch(r"\d+\n", out), f"stdout holds the id only: {out!r}"
     text = screen.decode(errors="replace")
+    if term == "dumb":
+        # A dumb terminal gets what a pipe gets: whole lines, no control sequences.
+        assert "\x1b" not in text and "\r" not in text.replace("\r\n", "\n"), f"{text[-500:]!r}"
+        assert "completed" in text, f"{text[-500:]!r}"
+        return
     assert "%" in text, f"the bar shows a percentage: {text[-500:]!r}"
     assert "\r" in text or "\x1b[" in text, "a terminal bar redraws in place"
     assert "/s" in text, f"the bar shows a rate: {text[-500:]!r}"

@@ -19,8 +19,9 @@ enum Console {
         /// The file descriptor.
         var fd: Int32 { self == .stdout ? STDOUT_FILENO : STDERR_FILENO }
 
-        /// Whether the stream is a terminal (bars and colors only there).
-        var isTerminal: Bool { isatty(fd) == 1 }
+        /// Whether the stream is a terminal that can draw (bars, redrawn lines and colors only
+        /// there): not one whose `TERM` is `dumb`, which gets the plain lines a pipe gets.
+        var isTerminal: Bool { isatty(fd) == 1 && !Console.isDumbTerminal }
 
         /// The terminal's width in columns, or nil when not a terminal.
         var columns: Int? {
@@ -36,6 +37,10 @@ enum Console {
             return Int(size.ws_row)
         }
     }
+
+    /// Whether `TERM` says the terminal understands no control sequences (Emacs' shell, some
+    /// CI logs).
+    static let isDumbTerminal = getenv("TERM").map { String(cString: $0) } == "dumb"
 
     /// On Ctrl-C, ends the line on `stream` and exits 130 (as the signal would): lines drawn in
     /// place (bars, the queue) then leave the cursor below them, not the shell's prompt on a bar.
