@@ -104,4 +104,43 @@ final class SmallFileWriterTests: TemporaryDirectoryTestCase {
         XCTAssertEqual(done, [0, 1, 2, 3, 4, 5])
         XCTAssertEqual(writer.batches, 6)
     }
+    func testThatAFileIsWrittenUnnamedAndNeverAsAPart() throws {
+        let loop = try EventLoop()
+        let writer = SmallFileWriter(loop: loop)
+        // Its part could not even be created: only an unnamed file in the destination's
+        // directory, linked to its name, puts it in place.
+        let path = dir + "/unnamed"
+        let entry = SmallFileWriter.Item(
+            bytes: Array("whole".utf8), part: dir + "/no/such/dir/unnamed.aftpart", path: path, mode: 0o600,
+            replace: false)
+        var outcome: SmallFileWriter.Outcome?
+        writer.write(entry) { outcome = $0 }
+        loop.run()
+        XCTAssertEqual(outcome, .inPlace)
+        XCTAssertEqual(try contents(path), "whole")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["unnamed"])
+    }
+
+    func testThatADestinationTakenAfterTheLookKeepsTheSyncedBytesAsThePart() throws {
+        let loop = try EventLoop()
+        let taken = dir + "/h3"
+        // Runs between the writes and the links: someone else takes h3 meanwhile.
+        let writer = SmallFileWriter(loop: loop) { _ in
+            _ = FileManager.default.createFile(atPath: taken, contents: Data("theirs".utf8))
+            return 0
+        }
+        var outcomes: [Int: SmallFileWriter.Outcome] = [:]
+        for n in 0..<5 { writer.write(item("h\(n)", "mine \(n)")) { outcomes[n] = $0 } }
+        loop.run()
+        guard case .notMoved(let error)? = outcomes[3] else {
+            return XCTFail("h3: \(String(describing: outcomes[3]))")
+        }
+        XCTAssertEqual(error.code, .destinationExists)
+        XCTAssertEqual(try contents(taken), "theirs")
+        XCTAssertEqual(try contents(taken + ".aftpart"), "mine 3", "the job's bytes are kept as its part")
+        for n in [0, 1, 2, 4] {
+            XCTAssertEqual(outcomes[n], .inPlace)
+            XCTAssertEqual(try contents(dir + "/h\(n)"), "mine \(n)")
+        }
+    }
 }
