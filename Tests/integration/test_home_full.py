@@ -57,6 +57,10 @@ def test_a_full_home_refuses_new_work_keeps_transferring_and_loses_nothing(full_
     r = daemon.cli("resume", str(paused))
     assert r.rc == 2 and "disk" in r.err, r
     assert daemon.job(paused)["state"] == "paused", "a refused resume changed nothing"
+    limits = daemon.cli("limit", "--json").out
+    r = daemon.cli("limit", "--download", "1M")
+    assert r.rc == 2 and "disk" in r.err and str(daemon.home) in r.err, f"limit is refused as any change: {r}"
+    assert daemon.cli("limit", "--json").out == limits, "a refused limit changed nothing"
 
     # The running transfer goes on and completes (its file is on another disk).
     done = daemon.wait_state(running, "completed", timeout=30)

@@ -817,11 +817,13 @@ public final class Engine: AttemptHost {
     /// Changes the daemon-wide limits (values as the `limit` options take them; nil leaves one
     /// as it is), stores them and applies them to running transfers at once.
     /// - Throws: `TransferError` `invalid_request` for a malformed rate or schedule (nothing
-    ///   changes); a store error if they cannot be written (nothing changes either).
+    ///   changes); `disk_full` naming the disk when the home is full, as for any change, or
+    ///   another store error if they cannot be written (nothing changes either).
     public func setLimits(download: String?, upload: String?, schedule: String?) throws -> LimitsInForce {
         let next = try bandwidth.limits.changed(download: download, upload: upload, schedule: schedule)
         if next != bandwidth.limits {
-            try store.saveLimits(next)
+            try ensureStoreWritable()
+            do { try store.saveLimits(next) } catch { throw storeFailure(error) }
             bandwidth.set(next, now: loop.nowMillis)
             let f = bandwidth.inForce
             Log.info(
