@@ -36,8 +36,22 @@ private final class FakeJobService: JobService {
         guard first <= count, limit > 0 else { return [] }
         return (first...min(count, first + Int64(limit) - 1)).map(snapshot)
     }
-    func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) -> ControlResult {
-        ControlResult(jobs: [], refused: [])
+    /// `pause` waits, as for a job whose file is being put in place, until a `resume` comes.
+    private var waitingPauses: [(Result<ControlResult, Error>) -> Void] = []
+    func control(
+        _ action: ControlAction, ids: [Int64], deleteFiles: Bool,
+        answer: @escaping (Result<ControlResult, Error>) -> Void
+    ) {
+        switch action {
+        case .pause:
+            waitingPauses.append(answer)
+        case .resume:
+            for waiting in waitingPauses { waiting(.success(ControlResult(jobs: [snapshot(1)], refused: []))) }
+            waitingPauses = []
+            answer(.success(ControlResult(jobs: [], refused: [])))
+        default:
+            answer(.success(ControlResult(jobs: [], refused: [])))
+        }
     }
     func curlCommand(_ id: Int64) -> String? { nil }
     func setURL(_ id: Int64, url: String) throws -> JobSnapshot? { nil }
@@ -156,6 +170,33 @@ final class RPCServerTests: XCTestCase {
         XCTAssertEqual((lines[1]["result"] as? [[String: Any]])?.count, 501)
         XCTAssertEqual((lines[2]["result"] as? [String: Any])?["id"] as? Int, 2)
         XCTAssertEqual((lines[3]["error"] as? [String: Any])?["code"] as? Int, RPCErrorCode.invalidParams)
+        try shutdown(path, finished)
+    }
+    func testThatAnAnswerGivenLaterHoldsTheConnectionsLaterAnswersBehindIt() throws {
+        let (path, finished) = try startServer(jobs: 3)
+        guard let socket = RawSocket(path: path) else { return XCTFail("cannot connect") }
+        socket.send(#"{"jsonrpc":"2.0","id":1,"method":"transfer.pause","params":{"ids":[1]}}"#)
+        socket.send(#"{"jsonrpc":"2.0","id":2,"method":"transfer.get","params":{"id":2}}"#)
+        var pollFD = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&pollFD, 1, 300), 0, "nothing is answered before the pause is")
+        // Another client is served meanwhile, and its resume gives the pause its answer.
+        let other = try RPCClient.connect(path: path, timeout: 10)
+        _ = try other.call(method: .transferResume, params: .object(["ids": .array([.int(3)])]))
+        other.close()
+        var lines: [[String: Any]] = []
+        var pending: [UInt8] = []
+        while lines.count < 2 {
+            pending += socket.readLine()
+            while let nl = pending.firstIndex(of: 0x0A) {
+                let one = Array(pending[..<nl])
+                pending.removeSubrange(...nl)
+                lines.append(try XCTUnwrap(JSONSerialization.jsonObject(with: Data(one)) as? [String: Any]))
+            }
+        }
+        XCTAssertEqual(lines.map { $0["id"] as? Int }, [1, 2])
+        let paused = (lines[0]["result"] as? [String: Any])?["jobs"] as? [[String: Any]]
+        XCTAssertEqual(paused?.first?["id"] as? Int, 1)
+        XCTAssertEqual((lines[1]["result"] as? [String: Any])?["id"] as? Int, 2)
         try shutdown(path, finished)
     }
 }

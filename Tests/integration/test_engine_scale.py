@@ -51,6 +51,36 @@ def _add_many(daemon, requests):
 
 
 @pytest.mark.timeout(240)
+def test_small_files_finishing_while_the_daemon_stops_complete_once_and_never_fail(daemon_factory, nginx, key):
+    """SIGTERM while small files are being put in place (SPEC: a stopped daemon's running jobs
+    run again on the next start): a file that went into place as the daemon stopped is its job's,
+    completed at the next start, never fetched again into a destination_exists failure."""
+    daemon = daemon_factory(args=("--max-active", "4"))
+    rng = _crash_rng()
+    out = daemon.work / "out"
+    out.mkdir()
+    files, ids = [], []
+    for round in range(15):
+        batch = []
+        for i in range(20):
+            name = f"term/{key}-{round}-{i}.bin"
+            files.append((nginx.make_file(name, 8 * 1024 + 2000 * i), out / f"{key}-{round}-{i}.bin"))
+            batch.append({"url": nginx.url(name), "directory": str(out)})
+        ids += _add_many(daemon, batch)
+        time.sleep(rng.uniform(0.01, 0.08))
+        rc, _ = daemon.stop()
+        assert rc == 0
+        daemon.start()
+    for id in ids:
+        daemon.wait_state(id, ["completed", "failed"], timeout=60)
+    failed = [(j["id"], j["error"]) for j in daemon.jobs() if j["state"] != "completed"]
+    assert not failed, f"jobs stopped while their file went into place failed: {failed[:3]}"
+    for digest, dest in files:
+        assert sha256_file(dest) == digest, f"{dest} is not byte-identical"
+    assert not [p for p in os.listdir(out) if p.endswith(".aftpart")]
+
+
+@pytest.mark.timeout(240)
 def test_hundreds_of_small_files_survive_kill_9_mid_batch_byte_identical_and_exactly_once(
         daemon_factory, nginx, key):
     daemon = daemon_factory(args=("--max-active", "16"))

@@ -3,6 +3,61 @@ import Foundation
 /// The control commands (`pause`, `resume`, `cancel`, `retry`, `remove`) through ``JobMachine``:
 /// decided and written first, acted on after.
 extension Engine {
+    /// A control command waiting for a job whose file is being put in place.
+    struct ParkedControl {
+        var action: ControlAction
+        var ids: [Int64]
+        var deleteFiles: Bool
+        var answer: (Result<ControlResult, Error>) -> Void
+    }
+
+    /// Applies a control command to each id, now or — when one of them is a job whose file is
+    /// being put in place (its body complete and verified: milliseconds for a small file, an
+    /// fsync and a rename for a large one) — once that has ended, so that the command applies to
+    /// the job as it ends up: `cancel` of a download that completes meanwhile is refused as for a
+    /// completed job, `remove` removes the completed job (and its file with `deleteFiles`). A
+    /// command naming a job an earlier waiting command names waits behind it, so that one
+    /// job's commands keep their order.
+    /// - Parameter answer: the result (on the loop thread); `disk_full` when the job database
+    ///   cannot be written (nothing changed then), ``EngineStopping`` when the daemon stops first.
+    public func control(
+        _ action: ControlAction, ids: [Int64], deleteFiles: Bool,
+        answer: @escaping (Result<ControlResult, Error>) -> Void
+    ) {
+        if mustWait(ids) {
+            parkedControls.append(ParkedControl(action: action, ids: ids, deleteFiles: deleteFiles, answer: answer))
+            return
+        }
+        answer(Result { try control(action, ids: ids, deleteFiles: deleteFiles) })
+    }
+
+    /// Whether a command on `ids` waits: one of them is finishing, or named by a waiting command.
+    private func mustWait(_ ids: [Int64], before end: Int? = nil) -> Bool {
+        let earlier = parkedControls.prefix(end ?? parkedControls.count)
+        return ids.contains { id in tasks[id]?.phase == .finishing || earlier.contains { $0.ids.contains(id) } }
+    }
+
+    /// Runs the waiting control commands that need wait no more, in the order they came (at the
+    /// end of a loop pass). Their changes are committed and their events sent before they are
+    /// answered, as for a command answered at once.
+    func runParkedControls() {
+        var answers: [() -> Void] = []
+        var i = 0
+        while i < parkedControls.count {
+            let parked = parkedControls[i]
+            if mustWait(parked.ids, before: i) {
+                i += 1
+                continue
+            }
+            parkedControls.remove(at: i)
+            let result = Result { try control(parked.action, ids: parked.ids, deleteFiles: parked.deleteFiles) }
+            answers.append { parked.answer(result) }
+        }
+        guard !answers.isEmpty else { return }
+        commitOrLog()
+        for answer in answers { answer() }
+    }
+
     /// Applies a control command to each id; returns the jobs acted on and the refusals.
     ///
     /// Every transition is decided first and its row changes are written in one transaction;

@@ -143,6 +143,9 @@ public final class Engine: AttemptHost {
     var holdScheduling = false
     /// Rows a control command deleted before acting: their files are still to be deleted.
     var vanishing: [Int64: JobRecord] = [:]
+    /// Control commands waiting for a job whose file is being put in place, in the order they
+    /// came (``control(_:ids:deleteFiles:answer:)``). Internal: the control extension runs them.
+    var parkedControls: [ParkedControl] = []
     /// What a job that just ran out of space waits for (set when its attempt ends).
     private var diskNeeds: [Int64: DiskSpaceWatcher.Need] = [:]
     /// A job's bytes when it last ran out of space, and how often in a row it did so without
@@ -258,7 +261,10 @@ public final class Engine: AttemptHost {
     /// Starts the periodic tick, the end-of-pass commit and the scheduler; arms the timers of
     /// waiting jobs.
     public func start() {
-        endOfPass = LoopPrepare(loop: loop) { [unowned self] in self.commitOrLog() }
+        endOfPass = LoopPrepare(loop: loop) { [unowned self] in
+            self.commitOrLog()
+            if !self.parkedControls.isEmpty { self.runParkedControls() }
+        }
         tick.start(after: 250, repeating: 250) { [unowned self] in self.onTick() }
         for id in scheduler.facts.keys.sorted() {
             guard let f = scheduler.facts[id], f.state == .waiting else { continue }
@@ -283,17 +289,26 @@ public final class Engine: AttemptHost {
     }
 
     /// Stops every transfer with a synchronous checkpoint, queues them for the next start and
-    /// commits.
+    /// commits. A job whose file is being put in place is left `running`, as a crash leaves it:
+    /// its file may go into place on the pool as the daemon exits, and the next start completes
+    /// it if its file is there (checked by its digest) or queues it again (``recover()``).
     public func shutdown() {
         shuttingDown = true
+        for parked in parkedControls { parked.answer(.failure(EngineStopping())) }
+        parkedControls = []
         tick.close()
         retryTimer.close()
         diskWatcher.close()
         for (id, task) in tasks.sorted(by: { $0.key < $1.key }) {
+            let finishing = task.phase == .finishing
             task.halt()
-            task.checkpointNow()
             tasks[id] = nil
             closeHistory(task, error: nil)
+            if finishing {
+                Log.info("stopped while its file is put in place: the next start completes or queues it", job: id)
+                continue
+            }
+            task.checkpointNow()
             dispatch(id, .requeue(.shutdown))
             Log.info("checkpointed at \(task.bytes) bytes for shutdown", job: id)
         }

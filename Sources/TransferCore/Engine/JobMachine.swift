@@ -136,9 +136,8 @@ public enum JobMachine {
     public static func transition(_ event: JobEvent, _ job: JobFacts, _ ctx: MachineContext)
         -> Result<JobTransition, JobRefusal>
     {
-        if ctx.attemptFinishing, isControl(event), event != .remove(deleteFiles: false),
-            event != .remove(deleteFiles: true)
-        {
+        // The engine holds commands on a finishing job until it has ended; refused meanwhile.
+        if ctx.attemptFinishing, isControl(event) {
             return .failure(
                 JobRefusal(
                     state: job.state, message: refusal(event, job, reason: "it is running and being moved into place")))

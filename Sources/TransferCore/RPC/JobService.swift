@@ -20,10 +20,12 @@ public protocol JobService: AnyObject {
     func job(_ id: Int64) -> JobSnapshot?
     /// Up to `limit` jobs with id > `after` (nil: from the start), in id order, optionally in one state.
     func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot]
-    /// Applies a control action to each id (SPEC "Control commands").
-    /// - Throws: `TransferError` `disk_full` when the job database cannot be written (nothing
-    ///   changed then).
-    func control(_ action: ControlAction, ids: [Int64], deleteFiles: Bool) throws -> ControlResult
+    /// Applies a control action to each id (SPEC "Control commands"), now or once no id names a
+    /// job whose file is being put in place; `answer` gets the result, or `TransferError`
+    /// `disk_full` when the job database cannot be written (nothing changed then).
+    func control(
+        _ action: ControlAction, ids: [Int64], deleteFiles: Bool,
+        answer: @escaping (Result<ControlResult, Error>) -> Void)
     /// Gives a queued, paused, waiting or failed download a new URL (`transfer.setUrl`); it keeps
     /// its state and its part when the part can be resumed with `If-Range`. Nil for an unknown id.
     /// Throws `TransferError` for a refused URL, ``JobRefusal`` for a job in another state.

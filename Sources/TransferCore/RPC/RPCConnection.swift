@@ -33,14 +33,21 @@ public final class RPCConnection {
     /// Whether the subscription tells of new jobs (`added`, true unless declined).
     public var subscribedToAdded = true
 
-    /// Output waiting behind a streamed result (written in order once it ends).
+    /// Output waiting behind a streamed result or an answer not given yet (written in order once
+    /// it ends).
     private enum Output {
         case bytes([UInt8])
         case stream(head: [UInt8], RPCResultStream)
+        /// An answer given later, made into its line by `line` (the response's id is in it).
+        case later(RPCDeferredAnswer, line: (Result<RPCReply, RPCError>) -> [UInt8]?)
     }
     private var queue: [Output] = []
     private var queuedBytes = 0
     private var streaming: RPCResultStream?
+    /// The answer not given yet that the output waits for.
+    private var awaiting: RPCDeferredAnswer?
+    /// Whether output is held: a stream being written or an answer not given yet.
+    private var holding: Bool { streaming != nil || awaiting != nil }
 
     init(server: RPCServer, pipe: PipeStream, number: Int) {
         self.server = server
@@ -147,6 +154,13 @@ public final class RPCConnection {
         enqueue(.stream(head: head, stream))
     }
 
+    /// Sends an answer given later, after any output queued before it; `line` makes its response
+    /// line (without the newline) from the outcome, nil for none.
+    func send(later answer: RPCDeferredAnswer, line: @escaping (Result<RPCReply, RPCError>) -> [UInt8]?) {
+        guard !closed else { return }
+        enqueue(.later(answer, line: line))
+    }
+
     /// Sends notifications (whole lines, each ending in `\n`), or drops a subscriber that does
     /// not read its events.
     func notify(lines: [UInt8]) {
@@ -160,7 +174,7 @@ public final class RPCConnection {
     }
 
     private func enqueue(_ output: Output) {
-        if streaming == nil && queue.isEmpty {
+        if !holding && queue.isEmpty {
             start(output)
         } else {
             if case .bytes(let b) = output { queuedBytes += b.count }
@@ -179,6 +193,24 @@ public final class RPCConnection {
             var writer = JobJSONWriter(capacity: 512 * 1024)
             writer.raw(head)
             writeNextPiece(stream, writer)
+        case .later(let answer, let line):
+            if let outcome = answer.outcome {
+                if var bytes = line(outcome) {
+                    bytes.append(0x0A)
+                    start(.bytes(bytes))
+                }
+                return
+            }
+            awaiting = answer
+            answer.onAnswer = { [weak self] outcome in
+                guard let self, !self.closed, self.awaiting === answer else { return }
+                self.awaiting = nil
+                if var bytes = line(outcome) {
+                    bytes.append(0x0A)
+                    self.start(.bytes(bytes))
+                }
+                self.drainQueue()
+            }
         }
     }
 
@@ -204,7 +236,7 @@ public final class RPCConnection {
     }
 
     private func drainQueue() {
-        while streaming == nil, !closed, !queue.isEmpty {
+        while !holding, !closed, !queue.isEmpty {
             let output = queue.removeFirst()
             if case .bytes(let b) = output { queuedBytes -= b.count }
             start(output)
@@ -216,6 +248,7 @@ public final class RPCConnection {
         guard !closed else { return }
         closed = true
         streaming = nil
+        awaiting = nil
         queue = []
         pipe.close()
         server.forget(self)

@@ -2,7 +2,7 @@
 extension RPCError {
     /// The wire error for anything a handler or the ``JobService`` threw: an ``RPCError`` as it
     /// is; a ``TransferError`` as refused input (-32602, `data.code`); a ``BatchRefusal`` as
-    /// refused input naming the request (`data.index`); a ``JobRefusal`` as -32002; anything else as an internal error (-32603).
+    /// refused input naming the request (`data.index`); a ``JobRefusal`` as -32002; ``EngineStopping`` as -32004; anything else as an internal error (-32603).
     public init(mapping error: Error) {
         switch error {
         case let error as RPCError:
@@ -13,6 +13,8 @@ extension RPCError {
             self = .batchRefusal(refusal)
         case let refusal as JobRefusal:
             self = RPCError(code: RPCErrorCode.refused, message: refusal.message)
+        case is EngineStopping:
+            self = RPCError(code: RPCErrorCode.shuttingDown, message: "the daemon is shutting down")
         default:
             self = RPCError(code: RPCErrorCode.internalError, message: "internal error: \(error)")
         }

@@ -7,6 +7,9 @@ public enum RPCReply {
     case json([UInt8])
     /// A result written piece by piece, each piece asked for when the previous one was flushed.
     case stream(RPCResultStream)
+    /// An answer given later (``RPCDeferredAnswer``): the answers of the connection's later
+    /// requests wait behind it, so answers keep their order.
+    case later(RPCDeferredAnswer)
 
     /// Encodes a result or an error as JSON text: sorted keys (the CLI relies on the order of a
     /// response's keys), slashes as they are (``JSONValueEncoder`` and ``JobJSONWriter/value(_:)``,
@@ -23,6 +26,27 @@ public enum RPCReply {
         var writer = JobJSONWriter(capacity: 1024)
         writer.write(job)
         return .json(writer.bytes)
+    }
+}
+
+/// An answer a handler gives once the engine can: a control command on a job whose file is being
+/// put in place is decided once that ends (``Engine/control(_:ids:deleteFiles:answer:)``).
+/// Loop-thread only.
+public final class RPCDeferredAnswer {
+    /// The outcome, once given.
+    private(set) var outcome: Result<RPCReply, RPCError>?
+    /// Called once with the outcome (the connection writes it).
+    var onAnswer: ((Result<RPCReply, RPCError>) -> Void)?
+
+    /// An answer not given yet.
+    public init() {}
+
+    /// Gives the answer (a JSON result or an error; the first call counts).
+    public func answer(_ outcome: Result<RPCReply, RPCError>) {
+        guard self.outcome == nil else { return }
+        self.outcome = outcome
+        onAnswer?(outcome)
+        onAnswer = nil
     }
 }
 

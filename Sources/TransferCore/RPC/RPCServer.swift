@@ -156,16 +156,28 @@ public final class RPCServer {
 
     private func send(_ outcome: Result<RPCReply, RPCError>, id: JSONValue, to conn: RPCConnection) {
         switch outcome {
-        case .success(.json(let result)):
-            var line = Self.head(id: id)
-            line += result
-            line.append(UInt8(ascii: "}"))
-            conn.send(line)
         case .success(.stream(let stream)):
             conn.send(head: Self.head(id: id), stream: stream)
+        case .success(.later(let answer)):
+            conn.send(later: answer) { Self.line($0, id: id) }
+        default:
+            if let line = Self.line(outcome, id: id) { conn.send(line) }
+        }
+    }
+
+    /// The response line (without its newline) of a JSON result or an error; nil for a streamed
+    /// or deferred result, which are not lines of their own.
+    private static func line(_ outcome: Result<RPCReply, RPCError>, id: JSONValue) -> [UInt8]? {
+        switch outcome {
+        case .success(.json(let result)):
+            var line = head(id: id)
+            line += result
+            line.append(UInt8(ascii: "}"))
+            return line
+        case .success(.stream), .success(.later):
+            return nil
         case .failure(let error):
-            guard let line = try? RPCReply.json(ErrorResponse(error: error, id: id)) else { return }
-            conn.send(line)
+            return try? RPCReply.json(ErrorResponse(error: error, id: id))
         }
     }
 

@@ -9,8 +9,18 @@ struct ControlHandler: RPCHandler {
     func handle(_ request: RPCRequest) throws -> RPCReply {
         let params = try request.decode(
             ControlParams.self, members: action == .remove ? ["ids", "deleteFiles"] : ["ids"])
-        let result = try request.context.service.control(
-            action, ids: params.ids, deleteFiles: action == .remove && params.deleteFiles == true)
+        // Answered at once, or once a job whose file is being put in place has ended.
+        let later = RPCDeferredAnswer()
+        request.context.service.control(
+            action, ids: params.ids, deleteFiles: action == .remove && params.deleteFiles == true
+        ) { result in
+            later.answer(result.map { .json(Self.encode($0)) }.mapError { RPCError(mapping: $0) })
+        }
+        return .later(later)
+    }
+
+    /// The result's JSON: `{"jobs": [...], "refused": [...]}`.
+    private static func encode(_ result: ControlResult) -> [UInt8] {
         var writer = JobJSONWriter(capacity: 1024 * (result.jobs.count + 1))
         writer.key("{\"jobs\":[")
         for (n, job) in result.jobs.enumerated() {
@@ -29,6 +39,6 @@ struct ControlHandler: RPCHandler {
             writer.key("}")
         }
         writer.key("]}")
-        return .json(writer.bytes)
+        return writer.bytes
     }
 }

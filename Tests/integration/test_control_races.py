@@ -1,0 +1,138 @@
+"""Control commands that land while a download's file is being put in place (SPEC "Control
+commands act where they make sense"). A server sends each body whole and then, from its request
+thread, sends the daemon a command for that very job: the command arrives while the body is
+verified, synced and moved into place, or just after. Whichever way the race goes, the command
+must apply to the job as it is when it is decided: to a running job (cancelled: no file), or to
+the completed job it became (refused as completed, or removed with or without its file) — never
+refused as "running", never answered "cancelled" with the file left in place."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import socketserver
+import threading
+import time
+
+import pytest
+
+BODY = bytes(range(256)) * 160  # 40 KiB: held in memory and put in place by the batch writer
+ROUNDS = 24
+
+
+class _Hurrier(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    """Serves BODY at /ID, then sends ``method`` for job ID over the daemon's socket."""
+    daemon_threads = True
+
+    def __init__(self, sock_path: str, method: str, params: dict):
+        self.sock_path, self.method, self.params = sock_path, method, params
+        self.answers: dict[int, dict] = {}
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def ask(self, id: int) -> dict:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(20)
+            s.connect(self.sock_path)
+            request = {"jsonrpc": "2.0", "id": 1, "method": self.method, "params": {"ids": [id], **self.params}}
+            s.sendall((json.dumps(request) + "\n").encode())
+            return json.loads(s.makefile().readline())
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        id = int(self.path.strip("/"))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+        self.wfile.flush()
+        time.sleep(0.0005 * (id % 5))
+        self.server.answers[id] = self.server.ask(id)
+
+
+@pytest.fixture
+def hurrier(daemon):
+    """Makes the hurrying server for a method (stopped at teardown)."""
+    servers = []
+
+    def make(method: str, params: dict) -> _Hurrier:
+        server = _Hurrier(str(daemon.socket), method, params)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _race(daemon, server: _Hurrier) -> tuple[dict[int, dict], dict[int, dict]]:
+    """Downloads ROUNDS jobs from a hurrying server; returns each job's answer and the jobs left."""
+    out = daemon.work / "out"
+    out.mkdir()
+    for k in range(ROUNDS):
+        id = daemon.download(f"http://127.0.0.1:{server.server_address[1]}/{k + 1}", "-o", out / f"f{k + 1}")
+        assert id == k + 1
+    deadline = time.monotonic() + 30
+    while len(server.answers) < ROUNDS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(server.answers) == ROUNDS, f"answers: {sorted(server.answers)}"
+    time.sleep(0.3)  # a file that would still go into place has done so
+    return dict(server.answers), {j["id"]: j for j in daemon.jobs()}
+
+
+def _outcome(answer: dict) -> tuple[str, str]:
+    """("acted", state) or ("refused", state) from a control command's answer."""
+    result = answer["result"]
+    if result["jobs"]:
+        return "acted", result["jobs"][0]["state"]
+    return "refused", result["refused"][0]["state"]
+
+
+@pytest.mark.parametrize("delete_files", [True, False])
+def test_remove_as_a_file_goes_into_place_leaves_the_file_only_of_a_completed_job_kept(
+        daemon, hurrier, delete_files):
+    answers, left = _race(daemon, hurrier("transfer.remove", {"deleteFiles": delete_files}))
+    assert left == {}, "every job is removed"
+    for id, answer in sorted(answers.items()):
+        how, state = _outcome(answer)
+        assert how == "acted", f"remove is never refused: job {id}: {answer}"
+        path = daemon.work / "out" / f"f{id}"
+        if state == "cancelled" or delete_files:
+            assert not path.exists(), f"job {id} answered {state} (deleteFiles {delete_files}) but left its file"
+        else:
+            assert state == "completed", f"job {id}: {answer}"
+            assert path.read_bytes() == BODY
+    assert not [p for p in os.listdir(daemon.work / "out") if p.endswith(".aftpart")]
+
+
+@pytest.mark.parametrize("method", ["transfer.cancel", "transfer.pause"])
+def test_cancel_or_pause_as_a_file_goes_into_place_acts_on_the_running_job_or_is_refused_as_completed(
+        daemon, hurrier, method):
+    answers, left = _race(daemon, hurrier(method, {}))
+    for id, answer in sorted(answers.items()):
+        how, state = _outcome(answer)
+        job = left[id]
+        path = daemon.work / "out" / f"f{id}"
+        if how == "refused":
+            assert state == "completed", f"refused only once the job has ended: job {id}: {answer}"
+            assert job["state"] == "completed" and path.read_bytes() == BODY
+        elif method == "transfer.cancel":
+            assert state == job["state"] == "cancelled", f"job {id}: {answer} / {job}"
+            assert not path.exists(), f"cancelled job {id} left its file"
+        else:
+            assert state == job["state"] == "paused", f"job {id}: {answer} / {job}"
+            assert not path.exists(), f"paused job {id} has its file in place already"
+    for id, job in left.items():
+        if job["state"] == "paused":
+            assert daemon.cli("resume", str(id)).rc == 0
+            daemon.wait_state(id, "completed")
+            assert (daemon.work / "out" / f"f{id}").read_bytes() == BODY
