@@ -151,7 +151,9 @@ def test_wait_exits_0_for_completed_1_for_failed_or_cancelled_and_124_on_timeout
     assert r.rc == 124, r
     assert time.monotonic() - t0 < 5
     daemon.cli("cancel", slow, check=0)
-    assert daemon.cli("wait", slow, timeout=30).rc == 1
+    r = daemon.cli("wait", slow, timeout=30)
+    assert r.rc == 1
+    assert r.err.strip() == f"aftransfer: job {slow} cancelled: cancelled by the user", r
     assert daemon.cli("wait", ok, bad, timeout=30).rc == 1, "any failed job makes wait exit 1"
 
 

@@ -42,6 +42,9 @@ struct WaitCommand: ParsableCommand {
         for job in follower.jobs where job.state != .completed || follower.gone.contains(job.id) {
             if follower.gone.contains(job.id) {
                 Console.error("job \(job.id) was removed")
+            } else if let error = job.error, error.code.rawValue == job.state.rawValue {
+                // `job 4 cancelled: cancelled by the user`, not `cancelled: cancelled: …`.
+                Console.error("job \(job.id) \(job.state.rawValue): \(HumanFormat.printable(error.message))")
             } else if let error = JobText.error(job) {
                 Console.error("job \(job.id) \(job.state.rawValue): \(error)")
             } else {
