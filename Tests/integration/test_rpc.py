@@ -4,7 +4,10 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import time
+
+import pytest
 
 from conftest import RFC3339_UTC, STATES, assert_job_schema, is_int, sha256_file, wait_until
 
@@ -184,6 +187,52 @@ def test_a_subscription_can_be_limited_to_some_jobs(daemon, faultserver, key):
                 break
         assert seen == {a["id"]}, f"notifications for unsubscribed jobs: {seen}"
     daemon.wait_state(b["id"], "completed")
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_a_subscriber_is_told_of_every_removal_with_the_jobs_last_object(daemon, faultserver, key):
+    running = add(daemon, url=faultserver.url(size=10_000_000, key=key, slow=100_000),
+                  destination=str(daemon.work / "running"))
+    daemon.wait_state(running["id"], "running")
+    queued = add(daemon, url=faultserver.url(size=10, key=key + "q"), destination=str(daemon.work / "queued"))
+    paused = add(daemon, url=faultserver.url(size=10, key=key + "p"), destination=str(daemon.work / "paused"))
+    daemon.rpc_result("transfer.pause", {"ids": [paused["id"]]})
+    with daemon.connect(timeout=10) as c:
+        assert c.call("events.subscribe")["result"] == {"subscribed": True}
+        daemon.rpc_result("transfer.remove", {"ids": [queued["id"], paused["id"], running["id"]]})
+        told = []
+        while len([m for m in told if m["method"] == "transfer.removed"]) < 3:
+            msg = c.recv(timeout=10)
+            assert msg is not None, f"no notification of every removal: {told}"
+            told.append(msg)
+    said = [(m["method"], m["params"]["id"], m["params"]["state"]) for m in told if m["method"] != "transfer.progress"]
+    assert said == [
+        ("transfer.removed", queued["id"], "queued"),
+        ("transfer.removed", paused["id"], "paused"),
+        ("transfer.state", running["id"], "cancelled"),
+        ("transfer.removed", running["id"], "cancelled"),
+    ], said
+    assert daemon.jobs() == []
+
+
+def test_wait_on_a_job_another_client_removes_ends_at_once(daemon, faultserver, key):
+    id = add(daemon, url=faultserver.url(size=10_000_000, key=key, slow=100_000),
+             destination=str(daemon.work / "x"))["id"]
+    daemon.rpc_result("transfer.pause", {"ids": [id]})
+    waiter = subprocess.Popen([daemon.cli_exe, "wait", str(id), "--home", str(daemon.home), "--no-autostart"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=daemon.env)
+    try:
+        time.sleep(1.0)  # subscribed and caught up
+        daemon.rpc_result("transfer.remove", {"ids": [id]})
+        removed_at = time.monotonic()
+        out, err = waiter.communicate(timeout=15)
+        took = time.monotonic() - removed_at
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
+    assert waiter.returncode == 1 and "removed" in err, (waiter.returncode, err)
+    assert took < 1.0, f"wait noticed the removal after {took:.2f} s"
 
 
 def test_a_subscription_may_decline_the_news_of_new_jobs(daemon, faultserver, key):

@@ -127,9 +127,13 @@ public final class Daemon {
             engine.onEvents = { [unowned server] events in
                 server.broadcast(
                     events.map { kind, job in
-                        RPCServer.Event(
-                            method: kind == .progress ? .transferProgress : .transferState, job: job,
-                            added: kind == .added)
+                        let method: RPCMethod
+                        switch kind {
+                        case .progress: method = .transferProgress
+                        case .removed: method = .transferRemoved
+                        case .stateChanged, .added: method = .transferState
+                        }
+                        return RPCServer.Event(method: method, job: job, added: kind == .added)
                     })
             }
             if config.watchNetwork {

@@ -9,6 +9,8 @@ public enum EngineNotification: Sendable {
     case added
     /// A running job moved (`transfer.progress`, at most about 4 a second a job).
     case progress
+    /// A job was removed; its row is deleted (`transfer.removed`, with its last object).
+    case removed
 }
 
 /// Settings of the engine (daemon flags).
@@ -497,6 +499,8 @@ public final class Engine: AttemptHost {
         write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
         logChange(id, from: facts.state, t)
         var runScheduler = false
+        /// The ending a removed running job is told with (`notifyRemoved` comes before `deleteRow`).
+        var removedEnding: JobPatch?
         for action in t.actions {
             switch action {
             case .startAttempt: startAttempt(id)
@@ -525,10 +529,15 @@ public final class Engine: AttemptHost {
                     afterCommit { [unowned self] in self.runOwedHook(kept.id) }
                 }
             case .notifyRemoved(let end):
+                removedEnding = end
                 if onEvents != nil, wantsEvents(), let job = snapshot(id, ending: end) {
                     events.append((EngineNotification.stateChanged, job))
                 }
             case .deleteRow:
+                // Every removal is told, not only a running job's (whose ending came just before).
+                if onEvents != nil, wantsEvents(), let job = snapshot(id, ending: removedEnding) {
+                    events.append((EngineNotification.removed, job))
+                }
                 batch.delete(id)
                 queuedRecords[id] = nil
                 scheduler.remove(id, state: facts.state)

@@ -41,6 +41,8 @@ public enum RPCEvent: Sendable {
     case progress(JobSnapshot)
     /// `transfer.state`: a job's object after a state change.
     case state(JobSnapshot)
+    /// `transfer.removed`: a removed job's last object.
+    case removed(JobSnapshot)
     /// Any other notification, undecoded.
     case notification(method: String, params: JSONValue?)
     /// Time passed: sent once when the stream starts, then at least every `tickInterval` seconds.
@@ -351,6 +353,8 @@ public final class RPCClient {
             if let job = try? params?.decode(as: JobSnapshot.self) { return .progress(job) }
         case RPCMethod.transferState.rawValue:
             if let job = try? params?.decode(as: JobSnapshot.self) { return .state(job) }
+        case RPCMethod.transferRemoved.rawValue:
+            if let job = try? params?.decode(as: JobSnapshot.self) { return .removed(job) }
         default:
             break
         }

@@ -38,6 +38,8 @@ public enum RPCMethod: String, CaseIterable, Sendable {
     case transferProgress = "transfer.progress"
     /// Notification: a job changed state (params: the job object).
     case transferState = "transfer.state"
+    /// Notification: a job was removed (params: its last object).
+    case transferRemoved = "transfer.removed"
 }
 
 // MARK: - Transitional names

@@ -85,6 +85,8 @@ final class JobFollower {
                 if let i = index[job.id], !jobs[i].state.isFinal { record(job) }
             case .state(let job):
                 record(job)
+            case .removed(let job):
+                removed(job.id)
             case .notification:
                 break
             case .tick:
@@ -118,7 +120,7 @@ final class JobFollower {
                     method: RPCMethod.transferGet.rawValue, params: GetParams(id: job.id), as: JobSnapshot.self)
                 record(fresh)
             } catch let error as RPCError where error.code == RPCErrorCode.notFound {
-                if gone.insert(job.id).inserted { open -= 1 }
+                removed(job.id)
             }
         }
         caughtUp = true
@@ -140,6 +142,12 @@ final class JobFollower {
         if jobs[i].state.isFinal && !job.state.isFinal { open += 1 }
         jobs[i] = job
         heard[job.id] = Self.now()
+    }
+
+    /// A followed job was removed (told by an event, or found gone by a poll).
+    private func removed(_ id: Int64) {
+        guard let i = index[id], gone.insert(id).inserted else { return }
+        if !jobs[i].state.isFinal { open -= 1 }
     }
 
     private static func now() -> Double {
