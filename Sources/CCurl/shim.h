@@ -3,6 +3,7 @@
 #define AFT_CCURL_SHIM_H
 #include <curl/curl.h>
 #include <string.h>
+#include <sys/socket.h>
 
 typedef size_t (*aft_curl_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
 typedef int (*aft_curl_xferinfo_cb)(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
@@ -22,6 +23,22 @@ typedef int (*aft_curl_prereq_cb)(void *clientp, char *conn_primary_ip, char *co
 static inline CURLcode aft_easy_setopt_prereq_cb(CURL *h, aft_curl_prereq_cb v) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, v); }
 static inline CURLcode aft_easy_setopt_xferinfo_cb(CURL *h, aft_curl_xferinfo_cb v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
 static inline CURLcode aft_easy_setopt_seek_cb(CURL *h, aft_curl_seek_cb v) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, v); }
+
+/// A CURLOPT_SOCKOPTFUNCTION that sets SO_LINGER to {on, 0} on each connection it makes: closing
+/// the connection (an attempt stopped, the daemon stopped or killed) then resets it and drops the
+/// bytes still queued in the kernel, rather than delivering them to the server after the client
+/// has moved on (megabytes of an upload's body, to a server that reads slowly).
+static inline int aft_sockopt_reset_on_close(void *clientp, curl_socket_t fd, curlsocktype purpose) {
+    (void)clientp;
+    if (purpose == CURLSOCKTYPE_IPCXN) {
+        struct linger l = { 1, 0 };
+        (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    return CURL_SOCKOPT_OK;
+}
+static inline CURLcode aft_easy_reset_connections_on_close(CURL *h) {
+    return curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, aft_sockopt_reset_on_close);
+}
 
 static inline CURLcode aft_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode aft_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }

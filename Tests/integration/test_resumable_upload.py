@@ -205,6 +205,27 @@ def test_kill_9_of_the_daemon_mid_ietf_upload_several_times_leaves_the_exact_byt
     assert job["sha256"] == digest
 
 
+@pytest.mark.timeout(120)
+def test_kill_9_mid_ietf_upload_to_a_slow_server_resumes_exactly_without_its_old_bytes_arriving_late(
+        daemon, ietf):
+    """The server reads at 300 KB/s: most of the body the daemon wrote sits in the kernel's
+    queues when it is killed. The daemon's connections reset on close, so the server never gets
+    them; what it had already buffered is given up when the restart asks for the offset."""
+    size = 3_000_000
+    src = daemon.work / "slow.bin"
+    digest = write_random_file(src, size)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, rate=300_000))
+    wait_until(lambda: daemon.job(id).get("uploadUrl"), 10, "the upload URL from the 104")
+    time.sleep(2)
+    daemon.kill9()
+    daemon.start()
+    job = daemon.wait_state(id, ["completed", "failed"], timeout=60)
+    assert job["state"] == "completed", job["error"]
+    up = the_upload(ietf.stats(key), upload_id(job))
+    assert up["complete"] and up["sha256"] == digest and up["offset"] == size
+
+
 def test_pause_and_resume_continue_an_ietf_upload_from_the_server_offset(daemon, ietf):
     size = 3 * 1024 * 1024
     src = daemon.work / "pause.bin"

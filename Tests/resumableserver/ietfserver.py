@@ -20,6 +20,10 @@ Knobs, in the creation request's query (they stay with the upload):
   rate=B        read the body at about B bytes per second
   fail5xx=N     the first N HEADs get 503
 
+An offset query (HEAD) or a new append ends any append still being read for that upload (a client
+that asks has given the old request up; the server may not have seen its connection close yet): the
+old request's bytes read after that are not appended, and its connection is cut.
+
 GET /_stats?key=K: {"received": body bytes received, "requests": [...], "uploads": [...]}.
 Prints PORT=N on stdout once listening.
 """
@@ -91,9 +95,13 @@ class Handler(BaseHTTPRequestHandler):
         return self.receive(up, length)
 
     def receive(self, up, length):
-        """Appends up to `length` body bytes to the upload; False if the connection was cut."""
+        """Appends up to `length` body bytes to the upload; False if the connection was cut, or
+        if a later request to the upload superseded this one."""
         rate = up["rate"]
         left = length
+        with LOCK:
+            up["generation"] += 1
+            mine = up["generation"]
         with open(up["path"], "ab") as f:
             while left > 0:
                 want = min(left, 65536)
@@ -122,11 +130,21 @@ class Handler(BaseHTTPRequestHandler):
                 chunk = self.rfile.read(want)
                 if not chunk:
                     return False
-                f.write(chunk)
                 with LOCK:
-                    up["offset"] += len(chunk)
+                    superseded = up["generation"] != mine
+                    if not superseded:
+                        f.write(chunk)
+                        f.flush()
+                        up["offset"] += len(chunk)
                     up["received"] += len(chunk)
                     stats_for(up["key"])["received"] += len(chunk)
+                if superseded:
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return False
                 left -= len(chunk)
                 if rate:
                     time.sleep(len(chunk) / rate)
@@ -184,7 +202,7 @@ class Handler(BaseHTTPRequestHandler):
                 "conflicts": int(q.get("conflict", "0")), "fail5xx": int(q.get("fail5xx", "0")),
                 "stall": int(q["stall"]) if "stall" in q else None})
             up = {"id": uid, "key": key, "path": path, "offset": 0, "received": 0, "complete": False,
-                  "deleted": False,
+                  "deleted": False, "generation": 0,
                   "gone": None, "sha256": None, "length": None, "limit": int(q["limit"]) if "limit" in q else None,
                   "advertise": q.get("advertise") == "1", "knobs": knobs,
                   "expire": int(q["expire"]) if "expire" in q else None,
@@ -254,6 +272,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.gone_or_missing(up):
             return
         with LOCK:
+            up["generation"] += 1  # an append still being read is given up
+        with LOCK:
             if up["knobs"]["fail5xx"] > 0:
                 up["knobs"]["fail5xx"] -= 1
                 fail = True
@@ -283,6 +303,7 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(415)
             return
         with LOCK:
+            up["generation"] += 1  # an append still being read is given up before the offset is compared
             conflict = up["knobs"]["conflicts"] > 0
             if conflict:
                 up["knobs"]["conflicts"] -= 1

@@ -175,6 +175,11 @@ public final class CurlEasy {
 
     private func enableRead(bufferSize: Int) {
         let me = Unmanaged.passUnretained(self).toOpaque()
+        // An upload cut short (stopped, or the daemon killed) resets its connection: the body
+        // bytes queued in the kernel are dropped, not sent on after the client has moved on, so a
+        // resumable upload's offset query finds the server's offset still, and a server never
+        // gets the end of a body whose sender has gone.
+        _ = aft_easy_reset_connections_on_close(handle)
         set(CURLOPT_UPLOAD_BUFFERSIZE, bufferSize)
         set(CURLOPT_READDATA, pointer: me)
         set(
