@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import assert_job_schema, sha256_bytes, sha256_file, write_random_file
+from conftest import assert_job_schema, sha256_bytes, sha256_file, wait_until, write_random_file
 
 
 def last_upload(faultserver, key) -> dict:
@@ -315,6 +315,44 @@ def test_an_upload_survives_kill_9_of_the_daemon(daemon, faultserver, key):
     assert not log[0]["upload"]["complete"]
     final = log[-1]["upload"]
     assert final["complete"] and final["size"] == size and final["sha256"] == digest
+
+
+def test_the_body_of_an_upload_cut_by_kill_9_never_reaches_the_server_whole(daemon, faultserver, key):
+    """The daemon's upload connections reset on close: the body bytes still queued in the kernel
+    when it dies are dropped, not delivered to the server after it has gone."""
+    src = daemon.work / "cut.bin"
+    size = 1_500_000
+    write_random_file(src, size)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=300_000), "--method", "POST")
+    daemon.wait_state(id, "running")
+    time.sleep(1.0)
+    daemon.kill9()
+    # Without the reset the server reads the rest from the kernel's queues (5 s at this pace).
+    time.sleep(6)
+    first = faultserver.log(key)[0]["upload"]
+    assert not first["complete"] and first["size"] < size, first
+
+
+@pytest.mark.parametrize("stop", ["kill -9", "SIGTERM"])
+def test_retries_0_upload_whose_request_was_under_way_is_not_sent_again_after_a_stop(daemon, faultserver, key, stop):
+    """SPEC: `--retries 0` is for endpoints that must never see a request twice. The server
+    waits 3 s before it reads the body, which the daemon has handed to the kernel whole: stopped
+    then, the daemon cannot know whether the server got it, so the next start fails the job."""
+    src = daemon.work / "once.bin"
+    write_random_file(src, 100_000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, delay=3), "--method", "POST", "--retries", "0")
+    wait_until(lambda: daemon.job(id)["bytes"] == 100_000, 10, "the whole body handed over")
+    if stop == "kill -9":
+        daemon.kill9()
+    else:
+        assert daemon.stop()[0] == 0
+    daemon.start()
+    job = daemon.wait_state(id, ["failed", "completed"], timeout=20)
+    assert job["state"] == "failed", job
+    assert job["error"]["code"] == "network" and not job["error"]["retryable"], job["error"]
+    assert "--retries 0" in job["error"]["message"]
+    time.sleep(4)  # the first request has ended at the server by now
+    assert len(faultserver.log(key)) == 1, "the upload was sent again"
 
 
 def test_credentials_of_an_upload_are_sent_and_never_printed(daemon, faultserver, key):

@@ -235,8 +235,15 @@ public final class Engine: AttemptHost {
                     p.durableBytes = 0
                 }
             }
+            var event = JobEvent.recovered(fileInPlace: fileInPlace)
+            if f.kind == .upload, f.state == .running, f.retryLimit == 0, try store.job(f.id)?.uploadUrl == nil {
+                // Its request may have reached the server whole before the daemon went away, and
+                // `--retries 0` is for endpoints that must never see a request twice (SPEC).
+                event = .attemptEnded(.failed(Self.interruptedOnce, retryAfter: nil))
+                Log.info("not sent again (--retries 0): its request was under way when the daemon went away", job: f.id)
+            }
             if case .success(let t) = JobMachine.transition(
-                .recovered(fileInPlace: fileInPlace), f, MachineContext(now: now, daemonHook: config.onEnd != nil))
+                event, f, MachineContext(now: now, daemonHook: config.onEnd != nil))
             {
                 p.merge(t.patch)
             }
@@ -290,6 +297,14 @@ public final class Engine: AttemptHost {
         }
     }
 
+    /// The error of a `--retries 0` upload whose request was under way when the daemon stopped or
+    /// crashed: it is not sent again (the server may have had all of it).
+    static let interruptedOnce = TransferError(
+        .network,
+        "the daemon stopped while this upload's request was under way; with --retries 0 it is not sent again "
+            + "(aftransfer retry sends it again)",
+        retryable: false)
+
     /// Stops every transfer with a synchronous checkpoint, queues them for the next start and
     /// commits. A job whose file is being put in place is left `running`, as a crash leaves it:
     /// its file may go into place on the pool as the daemon exits, and the next start completes
@@ -303,11 +318,19 @@ public final class Engine: AttemptHost {
         diskWatcher.close()
         for (id, task) in tasks.sorted(by: { $0.key < $1.key }) {
             let finishing = task.phase == .finishing
+            // A `--retries 0` upload whose body was all sent may have been acted on: not run again.
+            let sentOnce =
+                task.isUpload && task.record.request.retries == 0 && task.record.uploadUrl == nil
+                && task.bytes >= (task.total ?? .max)
             task.halt()
             tasks[id] = nil
             closeHistory(task, error: nil)
             if finishing {
                 Log.info("stopped while its file is put in place: the next start completes or queues it", job: id)
+                continue
+            }
+            if sentOnce {
+                Log.info("stopped after its whole request was sent: the next start fails it (--retries 0)", job: id)
                 continue
             }
             task.checkpointNow()
