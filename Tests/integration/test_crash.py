@@ -177,3 +177,30 @@ def test_kill_9_right_after_a_cancel_or_remove_leaves_no_part_after_the_restart(
         if running:
             daemon.rpc(method, {"ids": running})
         wait_until(lambda: not any(p.exists() for p in parts), 10, f"the parts of round {round} to go: {left}")
+
+
+def test_kill_9_leaves_the_interrupted_attempt_in_history_with_its_status_bytes_and_last_checkpoint(
+        daemon, faultserver, key):
+    """README: a crash leaves a true history. The interrupted attempt's entry keeps the status of
+    its response and the bytes of its last checkpoint, and ends at that checkpoint, not at the
+    next start."""
+    size = 4 * 1024 * 1024
+    id = daemon.download(faultserver.url(size=size, key=key, slow=500_000), "-o", daemon.work / "h.bin")
+    wait_until(lambda: daemon.job(id)["bytes"] >= 800_000, 20, "bytes past a checkpoint")
+    time.sleep(1.2)  # a checkpoint (about once a second) has recorded them
+    daemon.kill9()
+    time.sleep(1.5)
+    daemon.start()
+    first = daemon.job(id)["history"][0]
+    assert first["httpStatus"] == 200, first
+    assert 0 < first["bytes"] < size, first
+    assert first["endedAt"] is not None and first["startedAt"] <= first["endedAt"], first
+    restarted = daemon.job(id)["history"][1]["startedAt"]
+    gap = _seconds(restarted) - _seconds(first["endedAt"])
+    assert gap >= 1.5, f"the entry ends at its last checkpoint, not at the restart ({gap:.3f} s before it): {first}"
+    daemon.cli("cancel", str(id))
+
+
+def _seconds(rfc3339: str) -> float:
+    from datetime import datetime
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()

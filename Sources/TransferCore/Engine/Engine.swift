@@ -257,7 +257,7 @@ public final class Engine: AttemptHost {
         for f in recovered { scheduler.add(f) }
         try deleteDoomedParts()
         do {
-            try store.closeOpenAttempts(endedAt: Timestamp.rfc3339(now))
+            try store.closeOpenAttempts(fallback: now)
             try store.commit(batch, now: now)
             batch = WriteBatch()
         } catch  where JobStore.isDiskFull(error) {
@@ -480,10 +480,12 @@ public final class Engine: AttemptHost {
     }
 
     /// Keeps the open attempt's byte count at the job's durable bytes (a checkpoint's, of one
-    /// stream or of every range), so a crash leaves a true history.
+    /// stream or of every range), and its status at the response's, so a crash leaves a true
+    /// history.
     func recordAttemptBytes(_ id: Int64, _ durable: Int64) {
         if let task = tasks[id], task.historyEntry.endedAt == nil {
             task.historyEntry.bytes = durable
+            if let status = task.lastStatus { task.historyEntry.httpStatus = status }
             batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
         }
     }

@@ -329,10 +329,22 @@ public final class JobStore {
         }
     }
 
-    /// Ends every history entry left open by a daemon that stopped or crashed mid-attempt.
-    public func closeOpenAttempts(endedAt: String) throws {
+    /// Ends every history entry left open by a daemon that crashed mid-attempt, at its job's last
+    /// recorded change (the attempt's last checkpoint: the daemon went away after it), or at
+    /// `fallback` (seconds since 1970) for an entry without a job.
+    public func closeOpenAttempts(fallback: Double) throws {
         try db.write { db in
-            try db.execute(sql: "UPDATE attempt SET endedAt = ? WHERE endedAt IS NULL", arguments: [endedAt])
+            let open = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT attempt.jobId, attempt.seq, job.updatedAt FROM attempt
+                    LEFT JOIN job ON job.id = attempt.jobId WHERE attempt.endedAt IS NULL
+                    """)
+            let statement = try db.cachedStatement(sql: "UPDATE attempt SET endedAt = ? WHERE jobId = ? AND seq = ?")
+            for row in open {
+                let at: Double = row[2] ?? fallback
+                try statement.run([Timestamp.rfc3339(at).databaseValue, row[0], row[1]])
+            }
         }
     }
 
