@@ -204,3 +204,21 @@ def test_kill_9_leaves_the_interrupted_attempt_in_history_with_its_status_bytes_
 def _seconds(rfc3339: str) -> float:
     from datetime import datetime
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.parametrize("stop", ["kill -9", "SIGTERM"])
+def test_a_job_started_again_after_a_restart_has_the_updated_at_of_its_new_attempt(daemon, faultserver, key, stop):
+    # An upload: nothing else is written while its attempt runs.
+    src = daemon.work / "u.bin"
+    src.write_bytes(os.urandom(4_000_000))
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=500_000), "--resumable", "off")
+    daemon.wait_state(id, "running")
+    time.sleep(0.5)
+    daemon.kill9() if stop == "kill -9" else daemon.stop()
+    time.sleep(1.0)
+    daemon.start()
+    job = wait_until(lambda: (lambda j: j if len(j["history"]) == 2 else None)(daemon.job(id)), 10, "attempt 2")
+    assert job["state"] == "running"
+    started = _seconds(job["history"][1]["startedAt"])
+    assert _seconds(job["updatedAt"]) >= started - 0.005, (job["updatedAt"], job["history"][1]["startedAt"])
+    daemon.cli("cancel", str(id))

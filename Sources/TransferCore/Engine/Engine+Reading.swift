@@ -11,7 +11,10 @@ extension Engine {
         if let r = vanishing[id] { return r }
         if let r = queuedRecords[id] { return r }
         guard var r = (try? store.job(id)).flatMap({ $0 }) else { return nil }
-        if let p = batch.patches[id] { r.apply(p) }
+        if let p = batch.patches[id] {
+            // As the row will be once committed: `updatedAt` is the pending change's instant.
+            if let at = batch.changedAt[id] { r.apply(p, at: at) } else { r.apply(p) }
+        }
         let pending =
             batch.attempts.isEmpty
             ? [] : batch.attempts.filter { $0.key.jobId == id }.sorted { $0.key.seq < $1.key.seq }
