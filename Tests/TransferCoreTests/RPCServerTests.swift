@@ -155,16 +155,7 @@ final class RPCServerTests: XCTestCase {
         socket.send(#"{"jsonrpc":"2.0","id":2,"method":"transfer.list","params":{"limit":501}}"#)
         socket.send(#"{"jsonrpc":"2.0","id":3,"method":"transfer.get","params":{"id":2}}"#)
         socket.send(#"{"jsonrpc":"2.0","id":4,"method":"transfer.list","params":{"limit":-1}}"#)
-        var lines: [[String: Any]] = []
-        var pending: [UInt8] = []
-        while lines.count < 4 {
-            pending += socket.readLine()
-            while let nl = pending.firstIndex(of: 0x0A) {
-                let one = Array(pending[..<nl])
-                pending.removeSubrange(...nl)
-                lines.append(try XCTUnwrap(JSONSerialization.jsonObject(with: Data(one)) as? [String: Any]))
-            }
-        }
+        let lines = try Self.responses(4, from: socket)
         XCTAssertEqual(lines.map { $0["id"] as? Int }, [1, 2, 3, 4])
         XCTAssertEqual((lines[0]["result"] as? [[String: Any]])?.compactMap { $0["id"] as? Int }, [1, 2, 3])
         XCTAssertEqual((lines[1]["result"] as? [[String: Any]])?.count, 501)
@@ -172,6 +163,22 @@ final class RPCServerTests: XCTestCase {
         XCTAssertEqual((lines[3]["error"] as? [String: Any])?["code"] as? Int, RPCErrorCode.invalidParams)
         try shutdown(path, finished)
     }
+
+    /// Reads `count` response lines from `socket`, each parsed as a JSON object.
+    private static func responses(_ count: Int, from socket: RawSocket) throws -> [[String: Any]] {
+        var lines: [[String: Any]] = []
+        var pending: [UInt8] = []
+        while lines.count < count {
+            pending += socket.readLine()
+            while let nl = pending.firstIndex(of: 0x0A) {
+                let one = Array(pending[..<nl])
+                pending.removeSubrange(...nl)
+                lines.append(try XCTUnwrap(JSONSerialization.jsonObject(with: Data(one)) as? [String: Any]))
+            }
+        }
+        return lines
+    }
+
     func testThatAnAnswerGivenLaterHoldsTheConnectionsLaterAnswersBehindIt() throws {
         let (path, finished) = try startServer(jobs: 3)
         guard let socket = RawSocket(path: path) else { return XCTFail("cannot connect") }
@@ -183,16 +190,7 @@ final class RPCServerTests: XCTestCase {
         let other = try RPCClient.connect(path: path, timeout: 10)
         _ = try other.call(method: .transferResume, params: .object(["ids": .array([.int(3)])]))
         other.close()
-        var lines: [[String: Any]] = []
-        var pending: [UInt8] = []
-        while lines.count < 2 {
-            pending += socket.readLine()
-            while let nl = pending.firstIndex(of: 0x0A) {
-                let one = Array(pending[..<nl])
-                pending.removeSubrange(...nl)
-                lines.append(try XCTUnwrap(JSONSerialization.jsonObject(with: Data(one)) as? [String: Any]))
-            }
-        }
+        let lines = try Self.responses(2, from: socket)
         XCTAssertEqual(lines.map { $0["id"] as? Int }, [1, 2])
         let paused = (lines[0]["result"] as? [String: Any])?["jobs"] as? [[String: Any]]
         XCTAssertEqual(paused?.first?["id"] as? Int, 1)
