@@ -37,7 +37,7 @@ final class JobMachineTests: XCTestCase {
             .start, .attemptEnded(.completed(sha256: "x", bytes: 1)),
             .attemptEnded(.failed(TransferError(.network, "x"), retryAfter: nil)), .pause, .resume, .cancel, .retry,
             .retryDue, .networkReturned, .requeue(.restart), .recovered(fileInPlace: false),
-            .recovered(fileInPlace: true), .diskSpaceChanged,
+            .recovered(fileInPlace: true), .diskSpaceChanged, .rangeFailed(TransferError(.network, "x")),
             .attemptEnded(.failed(TransferError(.diskFull, "x"), retryAfter: nil)),
         ]
         for state in TransferState.allCases {
@@ -246,6 +246,19 @@ final class JobMachineTests: XCTestCase {
             return XCTFail("set-url of an upload accepted")
         }
         XCTAssertEqual(r.message, "cannot set the URL of job 7: it is a paused upload; set-url is for downloads")
+    }
+
+    func testThatAFailedRangeIsAskedForAgainOnlyWhileARetryIsLeftAndSpendsIt() throws {
+        let network = TransferError(.network, "reset", retryable: true)
+        let t = try XCTUnwrap(success(apply(.rangeFailed(network), job(.running, retriesUsed: 2))))
+        XCTAssertEqual(t.patch.retriesUsed, 3)
+        XCTAssertNil(t.patch.state, "the attempt goes on")
+        XCTAssertEqual(t.actions, [])
+        guard case .failure = apply(.rangeFailed(network), job(.running, retriesUsed: 8)) else {
+            return XCTFail("a range asked for again with no retry left")
+        }
+        guard case .failure = apply(.rangeFailed(TransferError(.httpStatus, "404", retryable: false)), job(.running))
+        else { return XCTFail("a range asked for again after an error that is not retryable") }
     }
 
     func testThatAFinishingJobRefusesEveryCommand() {

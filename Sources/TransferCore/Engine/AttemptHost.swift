@@ -34,6 +34,9 @@ protocol AttemptHost: AnyObject {
     func recordAttemptBytes(_ id: Int64, _ durable: Int64)
     /// A jitter sample in -1...1 for a retry delay (a failed range waits one out).
     func retryJitter() -> Double
+    /// Whether a failed range request of the job may be asked for again: one of the job's
+    /// retries is spent if so (``JobEvent/rangeFailed(_:)``).
+    func spendRetryOnRange(_ id: Int64, _ failure: TransferError) -> Bool
     /// The attempt ended (called once, unless the engine stopped it first).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome)
 }

@@ -265,18 +265,13 @@ extension DownloadTask {
         lastConnectionRetryAfter = retryAfter
         wantConnections = max(1, wantConnections - 1)
         Log.info("a range request failed: \(failure.message)", job: jobId)
-        let policy = RetryPolicy(retryLimit: record.request.retries ?? RetryPolicy.defaultRetryLimit)
-        guard failure.retryable, record.retriesUsed < policy.retryLimit,
-            connectionFailures <= Self.maxConnectionFailures
-        else {
+        // Asking for the range again spends one of the job's retries, as a new attempt would: a
+        // range is asked for at most retries + 1 times in all (README; decided by JobMachine).
+        guard connectionFailures <= Self.maxConnectionFailures, engine.spendRetryOnRange(jobId, failure) else {
             endForRanges()
             return false
         }
-        // Asking for the range again spends one of the job's retries, as a new attempt would: a
-        // range is asked for at most retries + 1 times in all (README).
-        var spent = JobPatch()
-        spent.retriesUsed = record.retriesUsed + 1
-        write(spent)
+        let policy = RetryPolicy(retryLimit: record.request.retries ?? RetryPolicy.defaultRetryLimit)
         let wait = policy.delay(forRetry: connectionFailures, retryAfter: retryAfter, jitter: engine.retryJitter())
         let until = engine.loop.nowMillis + UInt64(max(0, wait) * 1000)
         rangesHeldUntil = max(rangesHeldUntil ?? 0, until)

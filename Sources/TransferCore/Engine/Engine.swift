@@ -503,6 +503,13 @@ public final class Engine: AttemptHost {
         return result
     }
 
+    /// Whether a failed range of a running segmented download may be asked for again, spending one
+    /// of the job's retries (``JobEvent/rangeFailed(_:)``).
+    func spendRetryOnRange(_ id: Int64, _ failure: TransferError) -> Bool {
+        guard case .success? = dispatch(id, .rangeFailed(failure)) else { return false }
+        return true
+    }
+
     /// A jitter sample in -1...1 for a retry delay (``jitter`` when a test set it).
     func retryJitter() -> Double {
         jitter?() ?? jitterSource.sample()

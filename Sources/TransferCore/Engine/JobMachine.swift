@@ -22,6 +22,10 @@ public enum JobEvent: Equatable, Sendable {
     /// Found running in the store at start (the daemon stopped or crashed); `fileInPlace` when
     /// the job was finalizing and its file is already in place (the crash came after the rename).
     case recovered(fileInPlace: Bool)
+    /// A range request of the running segmented download failed and is to be asked for again
+    /// (the attempt goes on): allowed while a retry is left, which it spends as a new attempt
+    /// would, so that a range is asked for at most retries + 1 times.
+    case rangeFailed(TransferError)
     /// The `--on-end` hook of `stage` finished (in any state: the job may have moved on); nil when
     /// there was nothing to run at that stage any more.
     case hookFinished(HookStage, HookResult?)
@@ -245,6 +249,14 @@ public enum JobMachine {
             p.state = .queued
             p.waitReason = .some(nil)
             return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
+
+        case (.rangeFailed(let error), .running):
+            guard RetryPolicy(retryLimit: job.retryLimit).shouldRetry(error: error, retriesUsed: job.retriesUsed) else {
+                return .failure(
+                    JobRefusal(state: job.state, message: "job \(job.id) has no retry left to ask for a range again"))
+            }
+            p.retriesUsed = job.retriesUsed + 1
+            return .success(JobTransition(patch: p, actions: []))
 
         case (.requeue(let reason), .running):
             p.state = .queued
