@@ -333,6 +333,24 @@ def test_the_body_of_an_upload_cut_by_kill_9_never_reaches_the_server_whole(daem
     assert not first["complete"] and first["size"] < size, first
 
 
+def test_an_upload_paused_on_a_connection_a_download_opened_resets_it_too(daemon, faultserver, key):
+    """The reset holds for a kept-alive connection the upload reuses (opened by a GET here; a
+    resumable upload's append reuses its offset query's), not only for one it opens."""
+    first = daemon.download(faultserver.url(size=10, key=key + "g"), "-o", daemon.work / "g")
+    daemon.wait_state(first, "completed")
+    src = daemon.work / "reused.bin"
+    size = 1_500_000
+    write_random_file(src, size)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=300_000), "--method", "POST",
+                       "--resumable", "off")
+    daemon.wait_state(id, "running")
+    time.sleep(1.0)
+    assert daemon.cli("pause", str(id)).rc == 0
+    time.sleep(6)  # without the reset the server reads the rest from the kernel's queues
+    first_upload = faultserver.log(key)[0]["upload"]
+    assert not first_upload["complete"] and first_upload["size"] < size, first_upload
+
+
 @pytest.mark.parametrize("stop", ["kill -9", "SIGTERM"])
 def test_retries_0_upload_whose_request_was_under_way_is_not_sent_again_after_a_stop(daemon, faultserver, key, stop):
     """SPEC: `--retries 0` is for endpoints that must never see a request twice. The server

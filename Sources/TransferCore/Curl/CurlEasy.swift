@@ -64,6 +64,12 @@ public final class CurlEasy {
         let me = Unmanaged.passUnretained(self).toOpaque()
         set(CURLOPT_PRIVATE, pointer: me)
         set(CURLOPT_NOSIGNAL, 1)
+        // Every connection resets when it is closed: an upload cut short (stopped, or the daemon
+        // killed) drops the body bytes queued in the kernel instead of sending them on after the
+        // client has moved on — whichever request opened the connection it reuses (a resumable
+        // upload's append reuses its offset query's). Closing a download's or an idle connection
+        // that way loses nothing.
+        _ = aft_easy_reset_connections_on_close(handle)
         set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         set(CURLOPT_HEADERDATA, pointer: me)
         set(
@@ -175,11 +181,6 @@ public final class CurlEasy {
 
     private func enableRead(bufferSize: Int) {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        // An upload cut short (stopped, or the daemon killed) resets its connection: the body
-        // bytes queued in the kernel are dropped, not sent on after the client has moved on, so a
-        // resumable upload's offset query finds the server's offset still, and a server never
-        // gets the end of a body whose sender has gone.
-        _ = aft_easy_reset_connections_on_close(handle)
         set(CURLOPT_UPLOAD_BUFFERSIZE, bufferSize)
         set(CURLOPT_READDATA, pointer: me)
         set(
