@@ -29,7 +29,12 @@ private final class FakeJobService: JobService {
     func stage(_ records: [JobRecord], batch: String) throws {}
     func discardStaged(batch: String) {}
     func addStaged(_ batch: BatchAssembler.Complete) throws -> ClosedRange<Int64> { 1...1 }
-    func job(_ id: Int64) -> JobSnapshot? { (1...count).contains(id) ? snapshot(id) : nil }
+    /// The calls made, in order (`control` by its action, `job` as "get").
+    nonisolated(unsafe) static var calls: [String] = []
+    func job(_ id: Int64) -> JobSnapshot? {
+        Self.calls.append("get")
+        return (1...count).contains(id) ? snapshot(id) : nil
+    }
     func jobs(state: TransferState?, after: Int64?, limit: Int) -> [JobSnapshot] {
         pagesRead += 1
         let first = (after ?? 0) + 1
@@ -42,6 +47,7 @@ private final class FakeJobService: JobService {
         _ action: ControlAction, ids: [Int64], deleteFiles: Bool,
         answer: @escaping (Result<ControlResult, Error>) -> Void
     ) {
+        Self.calls.append(action.rawValue)
         switch action {
         case .pause:
             waitingPauses.append(answer)
@@ -179,7 +185,8 @@ final class RPCServerTests: XCTestCase {
         return lines
     }
 
-    func testThatAnAnswerGivenLaterHoldsTheConnectionsLaterAnswersBehindIt() throws {
+    func testThatAnAnswerGivenLaterHoldsTheConnectionsLaterRequestsBehindIt() throws {
+        FakeJobService.calls = []
         let (path, finished) = try startServer(jobs: 3)
         guard let socket = RawSocket(path: path) else { return XCTFail("cannot connect") }
         socket.send(#"{"jsonrpc":"2.0","id":1,"method":"transfer.pause","params":{"ids":[1]}}"#)
@@ -195,6 +202,8 @@ final class RPCServerTests: XCTestCase {
         let paused = (lines[0]["result"] as? [String: Any])?["jobs"] as? [[String: Any]]
         XCTAssertEqual(paused?.first?["id"] as? Int, 1)
         XCTAssertEqual((lines[1]["result"] as? [String: Any])?["id"] as? Int, 2)
+        // The get was decided after the pause it followed, not answered from before it.
+        XCTAssertEqual(FakeJobService.calls, ["pause", "resume", "get"])
         try shutdown(path, finished)
     }
 }

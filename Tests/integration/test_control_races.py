@@ -32,12 +32,18 @@ class _Hurrier(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def ask(self, id: int) -> dict:
+        """Sends the command and, pipelined behind it on the same connection, `transfer.get`:
+        the command's answer, with the get's as "then"."""
         with socket.socket(socket.AF_UNIX) as s:
             s.settimeout(20)
             s.connect(self.sock_path)
             request = {"jsonrpc": "2.0", "id": 1, "method": self.method, "params": {"ids": [id], **self.params}}
-            s.sendall((json.dumps(request) + "\n").encode())
-            return json.loads(s.makefile().readline())
+            get = {"jsonrpc": "2.0", "id": 2, "method": "transfer.get", "params": {"id": id}}
+            s.sendall((json.dumps(request) + "\n" + json.dumps(get) + "\n").encode())
+            lines = s.makefile()
+            answer = json.loads(lines.readline())
+            answer["then"] = json.loads(lines.readline())
+            return answer
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -105,6 +111,7 @@ def test_remove_as_a_file_goes_into_place_leaves_the_file_only_of_a_completed_jo
     for id, answer in sorted(answers.items()):
         how, state = _outcome(answer)
         assert how == "acted", f"remove is never refused: job {id}: {answer}"
+        assert answer["then"].get("error", {}).get("code") == -32001, f"a get after the remove: {answer}"
         path = daemon.work / "out" / f"f{id}"
         if state == "cancelled" or delete_files:
             assert not path.exists(), f"job {id} answered {state} (deleteFiles {delete_files}) but left its file"
@@ -122,6 +129,8 @@ def test_cancel_or_pause_as_a_file_goes_into_place_acts_on_the_running_job_or_is
         how, state = _outcome(answer)
         job = left[id]
         path = daemon.work / "out" / f"f{id}"
+        # A get sent right behind the command sees the job as the command left it.
+        assert answer["then"]["result"]["state"] == state, f"job {id}: {answer}"
         if how == "refused":
             assert state == "completed", f"refused only once the job has ended: job {id}: {answer}"
             assert job["state"] == "completed" and path.read_bytes() == BODY

@@ -73,21 +73,35 @@ public final class RPCConnection {
 
     /// Handles the buffered requests, a round of ``requestsPerRound`` at a time with its answers
     /// sent after each; while the client is ``backlogged`` the rest wait and its socket is not
-    /// read (``outputTaken()`` goes on once it has read).
+    /// read (``outputTaken()`` goes on once it has read). While a request's answer is given later
+    /// (``holdInput()``), the requests after it wait the same way: each is decided after the one
+    /// before it, as the client sent them.
     private func handleInput() {
         while !closed {
-            if backlogged {
+            if backlogged || inputHeld {
                 pipe.stopReading()
                 return
             }
-            if !handleLines(upTo: Self.requestsPerRound) { break }
+            if !handleLines(upTo: Self.requestsPerRound) && !inputHeld { break }
         }
         pipe.startReading()
     }
 
     /// Some output reached the kernel: requests held back by a backlog go on if it is gone.
     private func outputTaken() {
-        if !closed && !pipe.isReading && !backlogged { handleInput() }
+        if !closed && !pipe.isReading && !backlogged && !inputHeld { handleInput() }
+    }
+
+    /// Whether the requests after one whose answer is given later wait for it.
+    private var inputHeld = false
+
+    /// The request just handled is answered later: the next ones wait (``resumeInput()``).
+    func holdInput() { inputHeld = true }
+
+    /// The answer given later was given: the requests after it go on.
+    func resumeInput() {
+        inputHeld = false
+        if !closed { handleInput() }
     }
 
     /// Handles up to `limit` complete lines of the buffer, then sends their answers.
@@ -105,6 +119,7 @@ public final class RPCConnection {
             }
         }
         while !closed {
+            if inputHeld { return true }  // the rest wait for the answer given later
             if handled == limit { return buffer[max(start, scanned)...].contains(0x0A) }
             guard let nl = buffer[max(start, scanned)...].firstIndex(of: 0x0A) else {
                 scanned = buffer.count
@@ -202,7 +217,7 @@ public final class RPCConnection {
                 return
             }
             awaiting = answer
-            answer.onAnswer = { [weak self] outcome in
+            answer.whenAnswered { [weak self] outcome in
                 guard let self, !self.closed, self.awaiting === answer else { return }
                 self.awaiting = nil
                 if var bytes = line(outcome) {

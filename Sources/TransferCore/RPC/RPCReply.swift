@@ -35,18 +35,24 @@ public enum RPCReply {
 public final class RPCDeferredAnswer {
     /// The outcome, once given.
     private(set) var outcome: Result<RPCReply, RPCError>?
-    /// Called once with the outcome (the connection writes it).
-    var onAnswer: ((Result<RPCReply, RPCError>) -> Void)?
+    /// Who waits for it: the connection's output (to write it) and its input (held until then).
+    private var observers: [(Result<RPCReply, RPCError>) -> Void] = []
 
     /// An answer not given yet.
     public init() {}
+
+    /// Calls `body` with the outcome once it is given (at once if it was), in the order asked.
+    func whenAnswered(_ body: @escaping (Result<RPCReply, RPCError>) -> Void) {
+        if let outcome { body(outcome) } else { observers.append(body) }
+    }
 
     /// Gives the answer (a JSON result or an error; the first call counts).
     public func answer(_ outcome: Result<RPCReply, RPCError>) {
         guard self.outcome == nil else { return }
         self.outcome = outcome
-        onAnswer?(outcome)
-        onAnswer = nil
+        let waiting = observers
+        observers = []
+        for body in waiting { body(outcome) }
     }
 }
 

@@ -28,6 +28,10 @@ public final class RPCServer {
         let changesJobs: Bool
     }
     private var pending: [PendingResponse] = []
+    /// Connections whose requests waited for an answer given later, and go on now.
+    private var released: [RPCConnection] = []
+    /// Lets them go on in a pass of their own (``LoopCheck``), after the one that gave the answer.
+    private var releaseCheck: LoopCheck!
 
     /// Binds and listens on `path` (the caller made its directory private first), or listens on
     /// `inheritedFD`, a socket systemd passed (socket activation), and binds nothing.
@@ -45,6 +49,11 @@ public final class RPCServer {
             self.router.expireBatches()
         }
         batchTimer.unref()
+        releaseCheck = LoopCheck(loop: loop) { [unowned self] in
+            let ready = self.released
+            self.released = []
+            for conn in ready where !conn.closed { conn.resumeInput() }
+        }
     }
 
     private func accepted(_ pipe: PipeStream) {
@@ -115,6 +124,16 @@ public final class RPCServer {
             return refuse(.invalidParams("params must be an object"))
         }
         let answer = router.answer(method: method, params: params, connection: conn)
+        if case .success(.later(let later)) = answer.outcome, later.outcome == nil {
+            // Decided later: the connection's next requests wait, and go on in a pass of their
+            // own once it is (not inside whatever gives the answer).
+            conn.holdInput()
+            later.whenAnswered { [weak self, weak conn] _ in
+                guard let self, let conn else { return }
+                self.released.append(conn)
+                self.releaseCheck.arm()
+            }
+        }
         // A notification (no id) gets no answer, but its changes are committed all the same.
         pending.append(
             PendingResponse(connection: conn, id: id, outcome: answer.outcome, changesJobs: answer.changesJobs))
@@ -235,6 +254,7 @@ public final class RPCServer {
         guard !closed else { return }
         closed = true
         batchTimer.close()
+        releaseCheck.close()
         trimTimer.close()
         stopAccepting()
         for c in Array(connections.values) { c.close() }
