@@ -321,6 +321,7 @@ def test_a_body_named_after_an_existing_file_fails_shows_the_name_and_leaves_no_
     assert (target / "taken.txt").read_bytes() == b"precious"
     assert sorted(os.listdir(target)) == ["taken.txt"], "no part may be left beside the existing file"
     assert job["sha256"] is None, job
+    assert job["bytes"] == 0, f"bytes counts what is on disk (nothing): {job['bytes']}"
     # Once the file is gone, `retry` fetches it under the recorded name.
     (target / "taken.txt").unlink()
     daemon.cli("retry", str(id), check=0)

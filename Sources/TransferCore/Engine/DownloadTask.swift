@@ -588,6 +588,7 @@ final class DownloadTask: TransferTask {
                         report(.completed(sha256: digest))
                     case .notWritten(let e):
                         guard self.phase != .ended else { return }
+                        self.bytes = 0  // nothing of the body is on disk: a retry starts over
                         self.write(Self.notFinalizing)
                         report(
                             .failed(
@@ -595,6 +596,7 @@ final class DownloadTask: TransferTask {
                                 retryAfter: nil))
                     case .refused(let error):
                         guard self.phase != .ended else { return }
+                        self.bytes = 0  // nothing of the body is on disk: a retry starts over
                         self.write(Self.notFinalizing)
                         report(.failed(error, retryAfter: nil))
                     case .notMoved(let error):
