@@ -23,7 +23,8 @@ MiB = 1024 * 1024
 
 class Tmpfs:
     """A tmpfs of ``size`` bytes at a fresh directory (or, with ``kind="ext4"``, a loop-mounted
-    ext4 image without reserved blocks); ``fill()`` takes every free byte."""
+    ext4 image without reserved blocks; with ``kind="ramfs"``, a ramfs, which has no size and
+    counts no blocks); ``fill()`` takes every free byte."""
 
     def __init__(self, size: int, kind: str = "tmpfs", path: Path | None = None) -> None:
         self.path = path or make_temp_root("aft-tmpfs-")
@@ -35,6 +36,8 @@ class Tmpfs:
             subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(self.image)], check=True,
                            stdout=subprocess.DEVNULL)
             subprocess.run(["mount", "-o", "loop", str(self.image), str(self.path)], check=True)
+        elif kind == "ramfs":
+            subprocess.run(["mount", "-t", "ramfs", "-o", "mode=0755", "ramfs", str(self.path)], check=True)
         else:
             mode = "0700" if path else "0755"
             subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode={mode}", "tmpfs", str(self.path)],
@@ -95,6 +98,18 @@ def tmpfs():
     finally:
         for t in made:
             t.unmount()
+
+
+@pytest.mark.parametrize("size", [10_000, 3_000_000], ids=["held", "streamed"])
+def test_a_file_system_that_counts_no_blocks_is_written_to_not_waited_for(daemon, faultserver, key, tmpfs, size):
+    """ramfs (and some FUSE file systems) report 0 blocks and 0 free: that means unknown, not
+    full. Downloads of a known size go ahead instead of waiting for space forever."""
+    fs = tmpfs(0, "ramfs")
+    assert os.statvfs(fs.path).f_blocks == 0
+    id = daemon.download(faultserver.url(size=size, key=key), "-o", fs.path / "f.bin")
+    job = daemon.wait_state(id, ["completed", "waiting", "failed"], timeout=30)
+    assert job["state"] == "completed", job
+    assert sha256_file(fs.path / "f.bin") == faultserver.sha256(size)
 
 
 def assert_waits_for_disk(job: dict) -> None:

@@ -86,7 +86,9 @@ final class DiskSpaceWatcher {
                 continue
             }
             if need.notBefore > t { continue }
-            guard let avail = free[need.path] ?? freeSpace(need.path) else { continue }
+            // A file system that cannot say (ramfs counts no blocks) is tried again: the
+            // attempt finds out.
+            let avail = free[need.path] ?? freeSpace(need.path) ?? .max
             if need.isMet(by: avail) {
                 ready.append(id)
                 needs[id] = nil

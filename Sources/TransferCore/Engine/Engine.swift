@@ -405,7 +405,7 @@ public final class Engine: AttemptHost {
     func ensureStoreWritable() throws {
         if !reserve.isHeld {
             // Spent on a full disk: new work waits until the reserve is back and room is left.
-            let free = DiskSpace.available(at: storeDirectory) ?? 0
+            let free = DiskSpace.available(at: storeDirectory) ?? .max  // unknown: the reserve decides
             guard restoreReserve(free: free) else { throw homeFull(free: free) }
         } else if let free = DiskSpace.available(at: storeDirectory), free < config.homeReserve {
             throw homeFull(free: free)
@@ -738,7 +738,7 @@ public final class Engine: AttemptHost {
             bandwidth.refresh(now: now)
             // Living on the reserve cuts the log after every commit: back to normal commits as
             // soon as the home has room, not only at the next request that changes a job.
-            if onReserve { restoreReserve(free: DiskSpace.available(at: storeDirectory) ?? 0) }
+            if onReserve { restoreReserve(free: DiskSpace.available(at: storeDirectory) ?? .max) }
         }
         // Stalls: under 1 byte/s for the stall window ends the attempt (``TransferTask/stalled``;
         // libcurl's low-speed check averages over several seconds and fires late).

@@ -6,12 +6,15 @@ import Foundation
 public enum DiskSpace {
     /// Bytes available to the daemon's user on the file system holding `path`; the nearest
     /// existing ancestor is asked when `path` does not exist yet (a part not created yet, a
-    /// directory `--create-dirs` will make). Nil when no ancestor can be asked.
+    /// directory `--create-dirs` will make). Nil when no ancestor can be asked, or when the file
+    /// system counts no blocks at all (ramfs, some FUSE file systems: they have no size, and
+    /// "0 bytes free" from them means nothing).
     public static func available(at path: String) -> Int64? {
         var p = path.isEmpty ? "/" : path
         while true {
             var s = statvfs()
             if statvfs(p, &s) == 0 {
+                if s.f_blocks == 0 { return nil }
                 // f_bavail: what an unprivileged writer may use (root's reserve left out).
                 let bytes = UInt64(s.f_bavail).multipliedReportingOverflow(by: UInt64(s.f_frsize))
                 return bytes.overflow ? Int64.max : Int64(clamping: bytes.partialValue)
