@@ -635,7 +635,11 @@ public final class Engine: AttemptHost {
         task.historyEntry = AttemptRecord(
             attempt: r.attempts, startedAt: Timestamp.rfc3339(Timestamp.now()), bytes: r.durableBytes)
         batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
-        Log.info("attempt \(r.attempts): \(r.method) \(URLRedaction.redact(r.url))", job: id)
+        if r.kind == .upload, let resumeAt = r.uploadUrl {
+            Log.info("attempt \(r.attempts): resuming the upload at \(URLRedaction.redact(resumeAt))", job: id)
+        } else {
+            Log.info("attempt \(r.attempts): \(r.method) \(URLRedaction.redact(r.url))", job: id)
+        }
         do {
             try task.start()
         } catch {
