@@ -308,7 +308,9 @@ public final class Engine: AttemptHost {
     /// Stops every transfer with a synchronous checkpoint, queues them for the next start and
     /// commits. A job whose file is being put in place is left `running`, as a crash leaves it:
     /// its file may go into place on the pool as the daemon exits, and the next start completes
-    /// it if its file is there (checked by its digest) or queues it again (``recover()``).
+    /// it if its file is there (checked by its digest) or queues it again (``recover()``). So is
+    /// a `--retries 0` upload whose whole body was sent: the next start fails it rather than send
+    /// it again (``interruptedOnce``); one cut mid-body runs again (the server saw no whole request).
     public func shutdown() {
         shuttingDown = true
         for parked in parkedControls { parked.answer(.failure(EngineStopping())) }
