@@ -328,3 +328,56 @@ def test_a_burst_of_300_clients_connecting_at_once_is_answered_on_every_connecti
     finally:
         for s in socks:
             s.close()
+
+
+def _half_closed_exchange(daemon, payload: bytes, timeout: float = 30) -> bytes:
+    """Sends ``payload``, closes the sending side (as `echo … | socat -` and `nc` do), and reads
+    until the daemon closes the connection."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(timeout)
+        s.connect(str(daemon.socket))
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        out = bytearray()
+        while chunk := s.recv(65536):
+            out += chunk
+        return bytes(out)
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_a_client_that_closes_its_sending_side_still_gets_every_answer_whole(daemon, faultserver, key):
+    """docs/rpc.md's `echo … | socat - UNIX-CONNECT:…`: socat half-closes when its input ends.
+    Answers far larger than the socket's buffer (a list of 600 jobs, 300 lists pipelined) must
+    all arrive, whole and in order, before the daemon closes; a last line without its newline
+    is a request too."""
+    pad = "p" * 300
+    daemon.rpc_result("transfer.addMany", {"requests": [
+        {"kind": "download", "url": faultserver.url(f"/h/{i}.bin", size=10, key=key, slow=1, pad=pad),
+         "destination": str(daemon.work / f"h{i}")} for i in range(600)]}, timeout=60)
+    one = _half_closed_exchange(daemon, b'{"jsonrpc":"2.0","id":2,"method":"transfer.list"}\n')
+    assert one.endswith(b"\n") and len(json.loads(one)["result"]) == 600, one[-200:]
+    many = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"transfer.list","params":{"limit":50}}\n' % i
+                    for i in range(300))
+    lines = _half_closed_exchange(daemon, many + b'{"jsonrpc":"2.0","id":"last","method":"daemon.status"}')
+    answers = [json.loads(line) for line in lines.splitlines()]
+    assert [a["id"] for a in answers] == list(range(300)) + ["last"]
+    assert all(len(a["result"]) == 50 for a in answers[:300])
+    assert answers[-1]["result"]["jobs"]["queued"] >= 598
+
+
+def test_a_subscriber_that_closes_its_sending_side_keeps_getting_events(daemon, faultserver, key):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(15)
+        s.connect(str(daemon.socket))
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"events.subscribe"}\n')
+        s.shutdown(socket.SHUT_WR)
+        reader = s.makefile("rb")
+        assert json.loads(reader.readline())["result"] == {"subscribed": True}
+        id = add(daemon, url=faultserver.url(size=10, key=key), destination=str(daemon.work / "e"))["id"]
+        while True:
+            line = reader.readline()
+            assert line, "the daemon closed a subscription whose client had only stopped sending"
+            msg = json.loads(line)
+            if msg.get("method") == "transfer.state" and msg["params"]["state"] == "completed":
+                assert msg["params"]["id"] == id
+                break

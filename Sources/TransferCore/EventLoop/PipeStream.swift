@@ -16,6 +16,9 @@ public final class PipeStream {
     public var onRead: ((UnsafeRawBufferPointer) -> Void)?
     /// Called once when the peer closes the connection or a read fails (the stream is closed then).
     public var onEnd: (() -> Void)?
+    /// When set, called instead of ``onEnd`` when the peer has only closed its sending side
+    /// (end of file, `shutdown(SHUT_WR)`): reading stops, the stream stays open for writing.
+    public var onEndOfInput: (() -> Void)?
     /// Whether ``close()`` was called.
     public private(set) var isClosed = false
 
@@ -66,7 +69,10 @@ public final class PipeStream {
                 defer { if let base = buf?.pointee.base { free(base) } }
                 guard let stream, let data = stream.pointee.data else { return }
                 let pipe = Unmanaged<PipeStream>.fromOpaque(data).takeUnretainedValue()
-                if nread < 0 {
+                if nread == Int(UV_EOF.rawValue), let endOfInput = pipe.onEndOfInput {
+                    pipe.stopReading()
+                    endOfInput()
+                } else if nread < 0 {
                     pipe.ended()
                 } else if nread > 0, let base = buf?.pointee.base {
                     pipe.onRead?(UnsafeRawBufferPointer(start: base, count: nread))

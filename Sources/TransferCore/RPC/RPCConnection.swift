@@ -55,6 +55,7 @@ public final class RPCConnection {
         self.number = number
         pipe.onRead = { [unowned self] bytes in self.received(bytes) }
         pipe.onEnd = { [unowned self] in self.close() }
+        pipe.onEndOfInput = { [unowned self] in self.inputEnded() }
     }
 
     func startReading() { pipe.startReading() }
@@ -84,12 +85,34 @@ public final class RPCConnection {
             }
             if !handleLines(upTo: Self.requestsPerRound) && !inputHeld { break }
         }
-        pipe.startReading()
+        if endOfInput { closeIfDone() } else { pipe.startReading() }
+    }
+
+    /// Whether the client has closed its sending side (`shutdown(SHUT_WR)`, as `socat` and `nc`
+    /// do when their input ends): its requests are all in, and it still reads the answers.
+    private var endOfInput = false
+
+    /// The client sent its last byte: a last line without its newline counts as a line; its
+    /// requests are handled and the connection closes once every answer is written (never while
+    /// it is subscribed: events go on until it closes).
+    private func inputEnded() {
+        endOfInput = true
+        if let last = buffer.last, last != 0x0A { buffer.append(0x0A) }
+        handleInput()
+    }
+
+    /// Closes a connection whose client sent its last request once every answer is written.
+    private func closeIfDone() {
+        guard endOfInput, !closed, !subscribed, !inputHeld, !backlogged, streaming == nil, awaiting == nil,
+            queue.isEmpty, pipe.writeQueueSize == 0, !buffer.contains(0x0A)
+        else { return }
+        close()
     }
 
     /// Some output reached the kernel: requests held back by a backlog go on if it is gone.
     private func outputTaken() {
         if !closed && !pipe.isReading && !backlogged && !inputHeld { handleInput() }
+        closeIfDone()
     }
 
     /// Whether the requests after one whose answer is given later wait for it.
