@@ -381,3 +381,26 @@ def test_a_subscriber_that_closes_its_sending_side_keeps_getting_events(daemon, 
             if msg.get("method") == "transfer.state" and msg["params"]["state"] == "completed":
                 assert msg["params"]["id"] == id
                 break
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_a_stopping_daemon_lets_a_slow_reader_take_its_answers_whole(daemon, faultserver, key):
+    """SIGTERM while a client has answers waiting unread: the daemon gives it a moment (at most
+    a second) to read them, and never leaves it a line cut in the middle."""
+    pad = "p" * 300
+    daemon.rpc_result("transfer.addMany", {"requests": [
+        {"kind": "download", "url": faultserver.url(f"/s/{i}.bin", size=10, key=key, slow=1, pad=pad),
+         "destination": str(daemon.work / f"s{i}")} for i in range(300)]}, timeout=60)
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(15)
+        s.connect(str(daemon.socket))
+        s.sendall(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"transfer.list"}\n' % i for i in range(20)))
+        time.sleep(0.5)  # answers pile up unread: the kernel's buffer, then the daemon's queue
+        daemon.proc.send_signal(signal.SIGTERM)
+        out = bytearray()
+        while chunk := s.recv(65536):
+            out += chunk
+    assert daemon.proc.wait(timeout=10) == 0
+    assert out.endswith(b"\n"), f"a line was cut: ...{bytes(out[-120:])!r}"
+    ids = [json.loads(line)["id"] for line in out.splitlines()]
+    assert ids == list(range(len(ids))) and len(ids) >= 2, ids

@@ -186,17 +186,27 @@ public final class Daemon {
         stopping = true
         router?.isStopping = true
         server?.stopAccepting()
-        // The engine first: the jobs it queues again are told to subscribers before they go.
+        // Gone from the path at once: a client finds no daemon here rather than one that no
+        // longer accepts. An inherited socket belongs to systemd, which keeps listening on it; a
+        // path this daemon never bound (it was refused: ``SocketPath``) is someone else's.
+        if inheritedListener == nil, server != nil { unlink(config.paths.socket) }
+        // The engine first: the jobs it queues again are told to subscribers before they go, and
+        // commands that waited get -32004. Their clients have a moment to read it all.
         engine?.shutdown()
-        server?.close()
+        if let server {
+            server.close(flushingFor: RPCServer.flushBudget) { [unowned self] in self.finishShutdown() }
+        } else {
+            finishShutdown()
+        }
+    }
+
+    /// Closes the rest of the daemon's handles and stops the loop, so that ``run(_:)`` returns.
+    private func finishShutdown() {
         monitor?.close()
         for s in signals { s.close() }
         signals = []
         shutdownTimer?.close()
         if let notifySocket { SocketActivation.notify("STOPPING=1", socketPath: notifySocket) }
-        // An inherited socket belongs to systemd, which keeps listening on it; a path this daemon
-        // never bound (it was refused: ``SocketPath``) is someone else's.
-        if inheritedListener == nil, server != nil { unlink(config.paths.socket) }
         Log.info("stopped")
         // The handles closed above are freed in this loop pass's close phase; uv_stop ends the
         // run after it, even if the engine's curl handles are still open.

@@ -101,6 +101,11 @@ public final class RPCConnection {
         handleInput()
     }
 
+    /// Whether answers or events are still to be written (a stopping daemon waits a little for them).
+    var hasPendingOutput: Bool {
+        !closed && (pipe.writeQueueSize > 0 || !queue.isEmpty || streaming != nil || awaiting != nil)
+    }
+
     /// Closes a connection whose client sent its last request once every answer is written.
     private func closeIfDone() {
         guard endOfInput, !closed, !subscribed, !inputHeld, !backlogged, streaming == nil, awaiting == nil,

@@ -28,6 +28,7 @@ public final class RPCServer {
         let changesJobs: Bool
     }
     private var pending: [PendingResponse] = []
+    private let loop: EventLoop
     /// Connections whose requests waited for an answer given later, and go on now.
     private var released: [RPCConnection] = []
     /// Lets them go on in a pass of their own (``LoopCheck``), after the one that gave the answer.
@@ -38,6 +39,7 @@ public final class RPCServer {
     /// - Throws: ``UVError`` when the socket cannot be bound.
     public init(loop: EventLoop, path: String, router: RPCRouter, inheritedFD: Int32? = nil) throws {
         self.router = router
+        self.loop = loop
         batchTimer = LoopTimer(loop: loop)
         trimTimer = LoopTimer(loop: loop)
         if let fd = inheritedFD {
@@ -247,6 +249,25 @@ public final class RPCServer {
         for c in subscribers {
             if let lines = out[ObjectIdentifier(c)] { c.notify(lines: lines) }
         }
+    }
+
+    /// How long a stopping daemon waits for its clients to take their last answers (ms).
+    public static let flushBudget: UInt64 = 1000
+
+    /// Stops accepting, lets every connection write what it still owes (answers, a waiting
+    /// command's `-32004`, the last events) for at most `budget` ms, then closes them all and
+    /// calls `done`. A client that does not read loses what is left after the budget.
+    public func close(flushingFor budget: UInt64 = RPCServer.flushBudget, then done: @escaping () -> Void) {
+        stopAccepting()
+        let deadline = Timestamp.now() + Double(budget) / 1000
+        let poll = LoopTimer(loop: loop)
+        func check() {
+            if connections.values.contains(where: \.hasPendingOutput) && Timestamp.now() < deadline { return }
+            poll.close()
+            close()
+            done()
+        }
+        poll.start(after: 0, repeating: 5) { check() }
     }
 
     /// Stops accepting and closes every connection (their batches are dropped).
