@@ -26,24 +26,36 @@ class _Hurrier(socketserver.ThreadingMixIn, http.server.HTTPServer):
     """Serves BODY at /ID, then sends ``method`` for job ID over the daemon's socket."""
     daemon_threads = True
 
-    def __init__(self, sock_path: str, method: str, params: dict):
-        self.sock_path, self.method, self.params = sock_path, method, params
+    def __init__(self, sock_path: str, method: str, params: dict, subscribe: bool = False):
+        self.sock_path, self.method, self.params, self.subscribe = sock_path, method, params, subscribe
         self.answers: dict[int, dict] = {}
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def ask(self, id: int) -> dict:
         """Sends the command and, pipelined behind it on the same connection, `transfer.get`:
-        the command's answer, with the get's as "then"."""
+        the command's answer, with the get's as "then" and, on a subscribed connection, the
+        notifications about the job that came before the answer as "told"."""
         with socket.socket(socket.AF_UNIX) as s:
             s.settimeout(20)
             s.connect(self.sock_path)
+            lines = s.makefile()
+            if self.subscribe:
+                s.sendall(b'{"jsonrpc":"2.0","id":0,"method":"events.subscribe","params":{"ids":[%d]}}\n' % id)
+                assert json.loads(lines.readline())["result"] == {"subscribed": True}
             request = {"jsonrpc": "2.0", "id": 1, "method": self.method, "params": {"ids": [id], **self.params}}
             get = {"jsonrpc": "2.0", "id": 2, "method": "transfer.get", "params": {"id": id}}
             s.sendall((json.dumps(request) + "\n" + json.dumps(get) + "\n").encode())
-            lines = s.makefile()
-            answer = json.loads(lines.readline())
-            answer["then"] = json.loads(lines.readline())
-            return answer
+            told, later, answer = [], [], None
+            while True:
+                msg = json.loads(lines.readline())
+                if "method" in msg:
+                    if msg["method"] != "transfer.progress":
+                        (told if answer is None else later).append((msg["method"], msg["params"]["state"]))
+                elif msg["id"] == 1:
+                    answer = msg
+                else:
+                    answer["then"], answer["told"], answer["toldAfter"] = msg, told, later
+                    return answer
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -59,6 +71,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(BODY)
         self.wfile.flush()
+        if id in self.server.answers:
+            return  # a later attempt (after a resume): the race was run once
         time.sleep(0.0005 * (id % 5))
         self.server.answers[id] = self.server.ask(id)
 
@@ -68,8 +82,8 @@ def hurrier(daemon):
     """Makes the hurrying server for a method (stopped at teardown)."""
     servers = []
 
-    def make(method: str, params: dict) -> _Hurrier:
-        server = _Hurrier(str(daemon.socket), method, params)
+    def make(method: str, params: dict, subscribe: bool = False) -> _Hurrier:
+        server = _Hurrier(str(daemon.socket), method, params, subscribe)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return server
@@ -145,3 +159,14 @@ def test_cancel_or_pause_as_a_file_goes_into_place_acts_on_the_running_job_or_is
             assert daemon.cli("resume", str(id)).rc == 0
             daemon.wait_state(id, "completed")
             assert (daemon.work / "out" / f"f{id}").read_bytes() == BODY
+
+
+def test_a_subscriber_hears_of_a_completion_before_the_answer_of_the_remove_that_waited_for_it(daemon, hurrier):
+    """On a subscribed connection the events of what happened while a command waited come before
+    its answer, as they do for a command answered at once."""
+    answers, left = _race(daemon, hurrier("transfer.remove", {"deleteFiles": False}, subscribe=True))
+    assert left == {}
+    for id, answer in sorted(answers.items()):
+        assert ("transfer.state", "completed") not in answer["toldAfter"], (
+            f"job {id}: its completion was told after the answer of the remove that waited for it: "
+            f"{answer['told']} / answer / {answer['toldAfter']}")

@@ -213,7 +213,18 @@ public final class RPCConnection {
             close()
             return
         }
-        enqueue(.bytes(lines))
+        // What happens while a command waits to be decided comes before its answer, as the
+        // events of a command answered at once do: ahead of an answer not given yet.
+        if let i = queue.firstIndex(where: { if case .later(let a, _) = $0 { a.outcome == nil } else { false } }) {
+            queuedBytes += lines.count
+            queue.insert(.bytes(lines), at: i)
+        } else if awaiting != nil && streaming == nil && queue.isEmpty {
+            pipe.write(lines) { [weak self] ok in
+                if !ok { self?.close() } else { self?.outputTaken() }
+            }
+        } else {
+            enqueue(.bytes(lines))
+        }
     }
 
     private func enqueue(_ output: Output) {
