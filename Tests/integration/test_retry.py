@@ -1,7 +1,9 @@
 """Retries (SPEC "Retries and the network", issue 4 without namespaces): backoff, Retry-After,
 classification, stalls, exhaustion and `retry` resuming from the part."""
 
+import http.server
 import re
+import threading
 import time
 
 import pytest
@@ -242,3 +244,47 @@ def test_a_refused_connection_is_retried_and_then_fails_with_network(daemon):
     assert job["httpStatus"] is None
     assert all(h["error"] is not None and h["error"]["code"] == "network" for h in job["history"])
     assert job["history"][0]["error"]["retryable"] is True
+
+
+class _LateCloser(http.server.BaseHTTPRequestHandler):
+    """Answers on a kept-alive connection, then closes it 0.3 s later as a server's keep-alive
+    timeout does: a request sent on it meanwhile is never read, and the close resets it."""
+    protocol_version = "HTTP/1.1"
+    body = bytes(range(256)) * 4
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.server.seen.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+        self.wfile.flush()
+        time.sleep(0.3)
+        self.close_connection = True
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_a_kept_alive_connection_the_server_resets_as_it_is_reused_is_replaced_without_spending_a_retry(daemon):
+    """curl's own way ("Connection died, retrying a fresh connect"): the server never saw the
+    request, so it is sent on a new connection — not a `network` error, and with `--retries 0`
+    not a failed job."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _LateCloser)
+    server.daemon_threads = True
+    server.seen = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        ids = [daemon.download(f"{base}/f{i}", "-o", daemon.work / f"f{i}", "--retries", "0") for i in range(4)]
+        for id in ids:
+            job = daemon.wait_state(id, ["completed", "failed"], timeout=30)
+            assert job["state"] == "completed", job["error"]
+            assert job["attempts"] == 1 and len(job["history"]) == 1, job["history"]
+        for i in range(4):
+            assert (daemon.work / f"f{i}").read_bytes() == _LateCloser.body
+        assert sorted(server.seen) == [f"/f{i}" for i in range(4)], "each request reached the server once"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -33,6 +33,8 @@ public final class CurlMulti {
         let fd: curl_socket_t
         let poll: UnsafeMutablePointer<uv_poll_t>
         unowned let owner: CurlMulti
+        /// The libuv events libcurl wants now; 0 while the socket is parked (``idle``).
+        var events: Int32 = 0
         init(fd: curl_socket_t, poll: UnsafeMutablePointer<uv_poll_t>, owner: CurlMulti) {
             self.fd = fd
             self.poll = poll
@@ -125,6 +127,7 @@ public final class CurlMulti {
             if let socketp {
                 let watch = Unmanaged<SocketWatch>.fromOpaque(socketp).takeRetainedValue()
                 uv_poll_stop(watch.poll)
+                watch.events = 0
                 curl_multi_assign(multi, s, nil)
                 if let old = idle.updateValue(watch, forKey: s), old !== watch { closeAndFree(old.poll) }
             }
@@ -150,17 +153,29 @@ public final class CurlMulti {
         var events: Int32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
-        uv_poll_start(watch.poll, events) { handle, status, events in
-            guard let handle, let data = handle.pointee.data else { return }
-            let watch = Unmanaged<SocketWatch>.fromOpaque(data).takeUnretainedValue()
-            var flags: Int32 = 0
-            if status < 0 { flags = CURL_CSELECT_ERR }
-            if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
-            if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
-            // The watch may be released inside socket_action; keep what we need first.
-            let owner = watch.owner
-            owner.action(watch.fd, flags)
-        }
+        watch.events = events
+        uv_poll_start(watch.poll, events, Self.polled)
+    }
+
+    /// libuv's poll callback: the socket's events to libcurl. An error on the socket (`POLLERR`:
+    /// a kept-alive connection the server reset as it was reused) is handed over as readable and
+    /// writable, so that libcurl meets the error in its own `recv`/`send` and takes its own way
+    /// out — for a reused connection that died before an answer, the request again on a new one,
+    /// as curl does. (As `CURL_CSELECT_ERR` it failed the transfer with "select/poll returned
+    /// error", and with `--retries 0` the job, though the server never saw the request.) libuv
+    /// stops a poll that reported an error: it is started again if libcurl still wants the socket.
+    private static let polled: uv_poll_cb = { handle, status, events in
+        guard let handle, let data = handle.pointee.data else { return }
+        let watch = Unmanaged<SocketWatch>.fromOpaque(data).takeUnretainedValue()
+        var flags: Int32 = 0
+        if status < 0 { flags = CURL_CSELECT_IN | CURL_CSELECT_OUT }
+        if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
+        if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
+        // libcurl may park or release the watch inside socket_action: hold it, and its owner.
+        let held = watch
+        let owner = held.owner
+        owner.action(held.fd, flags)
+        if status < 0, held.events != 0 { uv_poll_start(held.poll, held.events, CurlMulti.polled) }
     }
 
     private func setTimeout(_ ms: Int) {
