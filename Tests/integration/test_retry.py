@@ -220,6 +220,19 @@ def test_bytes_an_earlier_answer_left_on_a_kept_connection_cost_the_next_job_one
         assert errors[0]["code"] == "network" and errors[0]["retryable"] is True, errors
 
 
+@pytest.mark.daemon_args("--max-active", "1")
+def test_an_attempt_after_leftovers_on_a_kept_connection_goes_out_on_a_new_one(daemon, faultserver, key):
+    """Every answer leaves bytes past its length on its connection. The job that reads them fails
+    its attempt; its retry must not go out on another such connection (the one the job queued
+    behind it just used), or with `--retries 1` it fails for good: it takes a new connection."""
+    ids = [daemon.download(faultserver.url(size=20_000, seed=i, key=f"{key}{i}", trailing=100), "-o",
+                           daemon.work / f"t{i}", "--retries", "1") for i in range(4)]
+    for i, id in enumerate(ids):
+        job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+        assert job["state"] == "completed", job["history"]
+        assert sha256_file(daemon.work / f"t{i}") == faultserver.sha256(20_000, i)
+
+
 def test_a_partial_answer_without_the_files_start_to_a_plain_request_fails_at_once(daemon, faultserver, key):
     # A 206 with no Content-Range, though nothing but the whole file was asked for: asking again
     # gets the same, so it is not retried (it once was, nine times over, "starting over").

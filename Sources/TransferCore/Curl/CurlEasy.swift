@@ -136,6 +136,7 @@ public final class CurlEasy {
             set(CURLOPT_SSL_VERIFYPEER, 0)
             set(CURLOPT_SSL_VERIFYHOST, 0)
         }
+        if o.freshConnection { set(CURLOPT_FRESH_CONNECT, 1) }
         if o.inspectsCertificates {
             // The chain is filled only while libcurl makes a TLS connection: a fresh one.
             set(CURLOPT_CERTINFO, 1)

@@ -34,6 +34,8 @@ public struct CurlRequestOptions: Equatable, Sendable {
     /// Keep the certificate chain and call ``CurlEasy/onPrerequest`` on a fresh connection
     /// (`--pin-cert`).
     public var inspectsCertificates = false
+    /// A new connection, never a kept-alive one (`CURLOPT_FRESH_CONNECT`).
+    public var freshConnection = false
     /// Ask for the bytes from this offset on (`Range: bytes=N-`).
     public var rangeFrom: Int64?
     /// With ``rangeFrom``: the last byte wanted (`Range: bytes=N-M`).

@@ -148,6 +148,9 @@ public final class Engine: AttemptHost {
     /// Control commands waiting for a job whose file is being put in place, in the order they
     /// came (``control(_:ids:deleteFiles:answer:)``). Internal: the control extension runs them.
     var parkedControls: [ParkedControl] = []
+    /// Jobs whose next attempt goes on new connections only (their last one failed on a kept-alive
+    /// connection: ``TransferTask/failedOnReusedConnection``).
+    private var freshConnectionNext: Set<Int64> = []
     /// What a job that just ran out of space waits for (set when its attempt ends).
     private var diskNeeds: [Int64: DiskSpaceWatcher.Need] = [:]
     /// A job's bytes when it last ran out of space, and how often in a row it did so without
@@ -577,6 +580,7 @@ public final class Engine: AttemptHost {
                 scheduler.remove(id, state: facts.state)
                 checkpointer.forget(id)
                 lastBytes[id] = nil
+                freshConnectionNext.remove(id)
                 diskStrikes[id] = nil
             case .notify: notify(id)
             case .schedule: runScheduler = true
@@ -633,6 +637,7 @@ public final class Engine: AttemptHost {
         let task: TransferTask =
             r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r)
         tasks[id] = task
+        task.freshConnection = freshConnectionNext.remove(id) != nil
         task.historySeq = r.history.count
         task.historyEntry = AttemptRecord(
             attempt: r.attempts, startedAt: Timestamp.rfc3339(Timestamp.now()), bytes: r.durableBytes)
@@ -680,6 +685,7 @@ public final class Engine: AttemptHost {
             Log.info("completed: \(task.bytes) bytes, sha256 \(digest)", job: id)
         case .failed(var err, let retryAfter):
             if task is DownloadTask, err.code != .checksum { lastBytes[id] = task.bytes }
+            if task.failedOnReusedConnection { freshConnectionNext.insert(id) }
             if err.code == .diskFull {
                 // `status` says what the job waits for (SPEC "Disk full").
                 var need = diskNeed(task.record, bytes: task.bytes, total: task.total ?? task.record.total)

@@ -14,6 +14,12 @@ class TransferTask {
     var phase: AttemptPhase = .preparing
     /// The current easy handle (a new one per redirect hop).
     private(set) var easy: CurlEasy?
+    /// Whether this attempt's requests go on new connections only: the job's last attempt failed
+    /// on a kept-alive one, which may hold an earlier answer's leftovers (set by the engine).
+    var freshConnection = false
+    /// Whether the attempt failed with a `network` error on a kept-alive connection (the engine
+    /// gives the job's next attempt a new one).
+    private(set) var failedOnReusedConnection = false
     /// The URL of the current hop.
     private(set) var currentURL: String {
         didSet { hostKey = Self.hostKey(of: currentURL) }
@@ -141,6 +147,7 @@ class TransferTask {
         let req = record.request
         let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overridden)
         var o = CurlRequestOptions.job(req, url: currentURL, sendCredentials: sendCredentials, owned: owned)
+        o.freshConnection = freshConnection
         if let rate = req.limitRate.flatMap(RateParser.parse) {
             // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable
             // under the multi-socket API. As the curl CLI does, a buffer no larger than a second's
@@ -254,6 +261,7 @@ class TransferTask {
     /// The multi reports this hop done (the handle is already out of the multi).
     private func finish(error: TransferError?) {
         guard phase == .transferring else { return }
+        if error?.code == .network, easy?.reusedConnection == true { failedOnReusedConnection = true }
         if abortError == nil && hopEnded(error: error) { return }
         if let abortError {
             complete(failure: abortError)
