@@ -171,11 +171,9 @@ public final class CurlMulti {
         if status < 0 { flags = CURL_CSELECT_IN | CURL_CSELECT_OUT }
         if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
         if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
-        // libcurl may park or release the watch inside socket_action: hold it, and its owner.
-        let held = watch
-        let owner = held.owner
-        owner.action(held.fd, flags)
-        if status < 0, held.events != 0 { uv_poll_start(held.poll, held.events, CurlMulti.polled) }
+        // libcurl may park or release the watch inside socket_action: this reference keeps it.
+        watch.owner.action(watch.fd, flags)
+        if status < 0, watch.events != 0 { uv_poll_start(watch.poll, watch.events, CurlMulti.polled) }
     }
 
     private func setTimeout(_ ms: Int) {

@@ -239,9 +239,9 @@ public final class Engine: AttemptHost {
                 }
             }
             var event = JobEvent.recovered(fileInPlace: fileInPlace)
-            if f.kind == .upload, f.state == .running, f.retryLimit == 0, try store.job(f.id)?.uploadUrl == nil {
-                // Its request may have reached the server whole before the daemon went away, and
-                // `--retries 0` is for endpoints that must never see a request twice (SPEC).
+            // The facts first, so that only such uploads cost a read of their row.
+            if f.kind == .upload, f.state == .running, f.retryLimit == 0, try store.job(f.id)?.sentAtMostOnce == true {
+                // Its request may have reached the server whole before the daemon went away.
                 event = .attemptEnded(.failed(Self.interruptedOnce, retryAfter: nil))
                 Log.info("not sent again (--retries 0): its request was under way when the daemon went away", job: f.id)
             }
@@ -323,10 +323,8 @@ public final class Engine: AttemptHost {
         diskWatcher.close()
         for (id, task) in tasks.sorted(by: { $0.key < $1.key }) {
             let finishing = task.phase == .finishing
-            // A `--retries 0` upload whose body was all sent may have been acted on: not run again.
-            let sentOnce =
-                task.isUpload && task.record.request.retries == 0 && task.record.uploadUrl == nil
-                && task.bytes >= (task.total ?? .max)
+            // Its whole body was sent: the server may have acted on it (``JobRecord/sentAtMostOnce``).
+            let sentOnce = task.record.sentAtMostOnce && task.bytes >= (task.total ?? .max)
             task.halt()
             tasks[id] = nil
             closeHistory(task, error: nil)

@@ -219,9 +219,7 @@ public final class RPCConnection {
             queuedBytes += lines.count
             queue.insert(.bytes(lines), at: i)
         } else if awaiting != nil && streaming == nil && queue.isEmpty {
-            pipe.write(lines) { [weak self] ok in
-                if !ok { self?.close() } else { self?.outputTaken() }
-            }
+            start(.bytes(lines))
         } else {
             enqueue(.bytes(lines))
         }
@@ -248,24 +246,22 @@ public final class RPCConnection {
             writer.raw(head)
             writeNextPiece(stream, writer)
         case .later(let answer, let line):
-            if let outcome = answer.outcome {
-                if var bytes = line(outcome) {
-                    bytes.append(0x0A)
-                    start(.bytes(bytes))
-                }
-                return
-            }
+            if let outcome = answer.outcome { return write(outcome, as: line) }
             awaiting = answer
             answer.whenAnswered { [weak self] outcome in
                 guard let self, !self.closed, self.awaiting === answer else { return }
                 self.awaiting = nil
-                if var bytes = line(outcome) {
-                    bytes.append(0x0A)
-                    self.start(.bytes(bytes))
-                }
+                self.write(outcome, as: line)
                 self.drainQueue()
             }
         }
+    }
+
+    /// Writes an answer given later as its response line.
+    private func write(_ outcome: Result<RPCReply, RPCError>, as line: (Result<RPCReply, RPCError>) -> [UInt8]?) {
+        guard var bytes = line(outcome) else { return }
+        bytes.append(0x0A)
+        start(.bytes(bytes))
     }
 
     private func writeNextPiece(_ stream: RPCResultStream, _ start: JobJSONWriter = JobJSONWriter(capacity: 512 * 1024))

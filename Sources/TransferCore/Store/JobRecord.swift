@@ -97,6 +97,11 @@ extension JobRecord {
     /// upload's `--response` file (both go through a `.aftpart` beside them).
     public var heldPath: String? { kind == .download ? destination : request.response }
 
+    /// Whether a request of this job that may have reached the server is never sent again: an
+    /// upload with `--retries 0` (SPEC: for endpoints that must never see a request twice) with
+    /// no resumable upload to go on with (whose offset query sends no byte twice).
+    public var sentAtMostOnce: Bool { kind == .upload && request.retries == 0 && uploadUrl == nil }
+
     /// Applies a patch made at `updatedAt` (seconds since 1970), as the store writes it.
     public mutating func apply(_ p: JobPatch, at updatedAt: Double) {
         apply(p)
