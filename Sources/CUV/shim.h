@@ -54,30 +54,6 @@ static inline int aft_rename_noreplace(const char *from, const char *to) {
     return rename(from, to);
 }
 
-/// Opens an unnamed regular file in `directory` for writing (open(2) with O_TMPFILE, whose value
-/// Swift cannot import): the file has no name until aft_link_unnamed gives it one, and vanishes
-/// if the process dies first. -1 with errno EOPNOTSUPP, EISDIR or EINVAL where the file system or
-/// the kernel lacks it.
-static inline int aft_open_unnamed(const char *directory, mode_t mode) {
-#if defined(O_TMPFILE)
-    return open(directory, O_WRONLY | O_TMPFILE | O_CLOEXEC, mode);
-#elif defined(__O_TMPFILE)  /* O_TMPFILE without _GNU_SOURCE */
-    return open(directory, O_WRONLY | __O_TMPFILE | O_CLOEXEC, mode);
-#else
-    errno = EOPNOTSUPP;
-    return -1;
-#endif
-}
-
-/// Gives the unnamed file `fd` the name `path`, refusing (EEXIST) if the name exists: linkat(2)
-/// of /proc/self/fd/N with AT_SYMLINK_FOLLOW (linkat with AT_EMPTY_PATH needs a capability).
-/// 0 or -1 (errno set; ENOENT also when /proc is not mounted).
-static inline int aft_link_unnamed(int fd, const char *path) {
-    char name[64];
-    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
-    return linkat(AT_FDCWD, name, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
-}
-
 /// Writes back every dirty file and inode of the file system holding `fd` and waits for it:
 /// syncfs(2) through syscall(2) (the wrapper needs _GNU_SOURCE). Since Linux 5.8 it reports a
 /// writeback error of that file system. 0 or -1 (errno set).

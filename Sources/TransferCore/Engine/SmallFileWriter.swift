@@ -4,19 +4,12 @@ import Foundation
 /// Puts small finished downloads in place in batches (group commit for files): the bodies held in
 /// memory (``DownloadTask/heldBodyLimit``) that finish while ``maximumRunning`` batches are on the
 /// pool wait for the next one, and a batch is one work item that
-/// 1. creates and writes each file with the user's mode, unless its destination exists and may
-///    not be replaced (then nothing is touched): an unnamed file in the destination's directory
-///    (`O_TMPFILE`) where the file system has them, else the part (``Item/part``);
+/// 1. creates, writes and closes each part (``Item/part``) with the user's mode, unless its
+///    destination exists and may not be replaced (then the part is not touched);
 /// 2. makes them all durable at once: one `syncfs(2)` for the files of one file system (one
 ///    `fdatasync` for a file alone on its file system);
-/// 3. puts each in place: an unnamed file is linked to its name, a part renamed to it (both
-///    refused when the destination exists, unless `replace`);
-/// 4. fsyncs each directory it put a file into, once.
-///
-/// An unnamed file costs the directory one entry rather than a part's entry and its rename
-/// (12 % of the file work in C here, docs/benchmarks.md), and a crash before its link leaves
-/// nothing behind. `--replace`, and a part left by an earlier attempt (cut and reused, as
-/// before), take the part's way.
+/// 3. renames each into place (refused when the destination exists, unless `replace`);
+/// 4. fsyncs each directory it renamed into, once.
 ///
 /// So SPEC's order for every file is kept — its data durable before its rename, the rename
 /// durable before the engine records the job completed (the caller does, on ``write(_:done:)``'s
@@ -125,30 +118,22 @@ final class SmallFileWriter {
     static func writeBatch(_ items: [Item], syncFileSystem: (Int32) -> Int32) -> ([Outcome], [String]) {
         var outcomes = [Outcome?](repeating: nil, count: items.count)
         var fds = [Int32](repeating: -1, count: items.count)
-        /// Whether an item's file is unnamed (no part to delete; linked rather than renamed).
-        var unnamed = [Bool](repeating: false, count: items.count)
         func drop(_ i: Int, _ e: Int32) {
             if fds[i] >= 0 { Glibc.close(fds[i]) }
             fds[i] = -1
-            if !unnamed[i] { unlink(items[i].part) }
+            unlink(items[i].part)
             outcomes[i] = .notWritten(e)
         }
-        // 1. Each file created (a part cut to nothing: a stale part of another download is never
+        // 1. Each part created (cut to nothing: a stale part of another download is never
         // spliced), written and given the user's mode.
         for (i, item) in items.enumerated() {
-            // Putting it in place below refuses an existing destination too; looked for first, a
-            // clash leaves nothing behind.
+            // The rename below refuses an existing destination too; looked for first, a clash
+            // leaves no part behind.
             if let clash = Destination(path: item.path).clash(replace: item.replace, heldBy: nil) {
                 outcomes[i] = .refused(clash)
                 continue
             }
-            var fd: Int32 = -1
-            if !item.replace, unnamedFilesLink, access(item.part, F_OK) != 0 {
-                fd = aft_open_unnamed(Destination.directory(of: item.path), item.mode)
-                unnamed[i] = fd >= 0
-            }
-            // Without unnamed files here (or with an error the part's `open` reports again).
-            if fd < 0 { fd = open(item.part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, item.mode) }
+            let fd = open(item.part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, item.mode)
             guard fd >= 0 else {
                 outcomes[i] = .notWritten(errno)
                 continue
@@ -175,8 +160,7 @@ final class SmallFileWriter {
             if group.count > 1, syncFileSystem(fds[group[0]]) == 0 { continue }
             for i in group where fdatasync(fds[i]) != 0 { drop(i, errno) }
         }
-        // A part is closed before its rename; an unnamed file stays open until it is linked.
-        for i in items.indices where fds[i] >= 0 && !unnamed[i] {
+        for i in items.indices where fds[i] >= 0 {
             if Glibc.close(fds[i]) != 0 {
                 let e = errno
                 fds[i] = -1
@@ -184,41 +168,25 @@ final class SmallFileWriter {
             }
             fds[i] = -1
         }
-        // 3. Each put into place; a refused move leaves the synced part (its bytes are the job's).
-        var placedInto: [String] = []
+        // 3. Each moved into place; a refused move leaves the synced part (its bytes are the job's).
+        var renamedInto: [String] = []
         for (i, item) in items.enumerated() where outcomes[i] == nil {
-            let directory = Destination.directory(of: item.path)
-            if let e = place(item, fd: unnamed[i] ? fds[i] : nil) {
-                let error = Destination.moveError(e, part: item.part, to: item.path, in: directory)
+            let rc = item.replace ? Glibc.rename(item.part, item.path) : aft_rename_noreplace(item.part, item.path)
+            if rc != 0 {
+                let e = errno
+                let error = Destination.moveError(
+                    e, part: item.part, to: item.path, in: Destination.directory(of: item.path))
                 outcomes[i] = .notMoved(error ?? FileErrors.error(e, "cannot move \(item.part) into \(item.path)"))
-                if unnamed[i], aft_link_unnamed(fds[i], item.part) != 0 { outcomes[i] = .notWritten(e) }
-            } else {
-                outcomes[i] = .inPlace
-                if !placedInto.contains(directory) { placedInto.append(directory) }
+                continue
             }
+            outcomes[i] = .inPlace
+            let directory = Destination.directory(of: item.path)
+            if !renamedInto.contains(directory) { renamedInto.append(directory) }
         }
-        for i in items.indices where fds[i] >= 0 {
-            Glibc.close(fds[i])  // synced and linked (or its outcome already says what failed)
-            fds[i] = -1
-        }
-        // 4. The new names durable: each directory once.
-        let unsynced = placedInto.filter { DirectorySyncer.fsyncDirectory($0) != 0 }
+        // 4. The renames durable: each directory once.
+        let unsynced = renamedInto.filter { DirectorySyncer.fsyncDirectory($0) != 0 }
         return (outcomes.map { $0 ?? .notWritten(EIO) }, unsynced)
     }
-
-    /// Links an unnamed file (`fd`) or renames a part to `item.path`: nil, or the errno.
-    private static func place(_ item: Item, fd: Int32?) -> Int32? {
-        let rc: Int32
-        if let fd {
-            rc = aft_link_unnamed(fd, item.path)
-        } else {
-            rc = item.replace ? Glibc.rename(item.part, item.path) : aft_rename_noreplace(item.part, item.path)
-        }
-        return rc == 0 ? nil : errno
-    }
-
-    /// Whether an unnamed file can be given a name here: the link goes through `/proc/self/fd`.
-    private static let unnamedFilesLink = access("/proc/self/fd", F_OK) == 0
 
     /// `syncfs(fd)`: 0 or an errno.
     @Sendable static func syncfs(_ fd: Int32) -> Int32 {
