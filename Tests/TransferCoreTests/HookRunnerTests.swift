@@ -33,4 +33,60 @@ final class HookRunnerTests: XCTestCase {
         XCTAssertEqual(byOwner[.job(2)], "j2\n")
         XCTAssertFalse(hooks.isRunning(.owed(7)))
     }
+
+    /// What a hook's shell leaves running in the background is killed at the hook's time bound,
+    /// not left for ever (rpc.md: "at most 60 s, then its process group is killed").
+    func testThatWhatAFinishedHookLeftRunningIsKilledAtItsBound() throws {
+        let loop = try EventLoop()
+        let hooks = HookRunner(loop: loop)
+        hooks.timeout = 1.0
+        let pidFile = NSTemporaryDirectory() + "aft-hook-bg-\(getpid()).pid"
+        defer { unlink(pidFile) }
+        var status: Int?
+        var finishedAt: Date?
+        let start = Date()
+        hooks.run(.job(1), command: "sleep 30 & echo $! > \(pidFile)", input: [], environment: [:]) { _, result, _ in
+            status = result.exitStatus
+            finishedAt = Date()
+        }
+        loop.run()
+        XCTAssertEqual(status, 0)
+        XCTAssertLessThan(try XCTUnwrap(finishedAt).timeIntervalSince(start), 0.9, "the hook finished at once")
+        let pid = try XCTUnwrap(
+            Int32(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        // The loop ran until the bound's timer: the background sleep is gone (killed, then reaped by init).
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.9)
+        let deadline = Date().addingTimeInterval(5)
+        while kill(pid, 0) == 0 && Date() < deadline { usleep(20_000) }
+        XCTAssertNotEqual(kill(pid, 0), 0, "the hook's background process outlived its bound")
+    }
+
+    /// A daemon that stops ends the hooks that run (recorded as 143, so they do not run again)
+    /// and starts no waiting one.
+    func testThatStoppingEndsTheRunningHooksAndStartsNoOther() throws {
+        let loop = try EventLoop()
+        let hooks = HookRunner(loop: loop)
+        var finished: [HookRunner.Owner: HookResult] = [:]
+        for id in 1...(HookRunner.maxConcurrent + 1) {
+            hooks.run(.job(Int64(id)), command: "echo started; sleep 30", input: [], environment: [:]) {
+                owner, result, _ in
+                finished[owner] = result
+            }
+        }
+        let stopper = LoopTimer(loop: loop)
+        stopper.start(after: 300) {
+            hooks.stopAll()
+            stopper.close()
+        }
+        let start = Date()
+        loop.run()
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5, "the hooks were not ended")
+        XCTAssertEqual(finished.count, HookRunner.maxConcurrent, "the waiting hook started")
+        for id in 1...HookRunner.maxConcurrent {
+            let result = try XCTUnwrap(finished[.job(Int64(id))])
+            XCTAssertEqual(result.exitStatus, HookRunner.stoppedStatus)
+            XCTAssertEqual(result.output, "started\n")
+        }
+        XCTAssertFalse(hooks.run(.job(50), command: "true", input: [], environment: [:]) { _, _, _ in })
+    }
 }

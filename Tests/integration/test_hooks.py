@@ -418,3 +418,44 @@ def test_that_a_failed_job_retried_or_removed_after_a_restart_still_runs_its_end
     assert sorted(lines) == sorted(want), lines
     for id in (retried, removed):
         assert lines.index(f"job {id} failed") < lines.index(f"daemon {id} failed"), lines
+
+
+def test_that_a_hook_that_stops_the_daemon_runs_once_and_the_next_start_stays_up(daemon, faultserver, key):
+    # A daemon stop ends the hooks that run and records them (143): run again at every start,
+    # a hook that stops the daemon would stop each start too.
+    log = daemon.root / "stopper.log"
+    stop = f"{daemon.cli_exe} daemon stop --home {daemon.home} --no-autostart"
+    cmd = f'echo run >> {log}; {stop}; echo "after $?" >> {log}'
+    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "s"), "--on-end", cmd)
+    wait_until(lambda: daemon.proc.poll() is not None, 15, "the hook to stop the daemon")
+    daemon._reap()
+    for _ in range(2):
+        daemon.start()
+        time.sleep(1.5)
+        assert daemon.running, daemon.log_tail()
+        job = daemon.job(id)
+        assert job["state"] == "completed"
+        assert job["hook"]["exitStatus"] == 143, job["hook"]
+        assert log.read_text().splitlines()[:1] == ["run"]
+        assert log.read_text().count("run") == 1, log.read_text()
+        daemon.stop()
+    assert "ended by the daemon's stop" in daemon.log_path.read_text()
+
+
+def test_that_what_a_hook_left_running_ends_when_the_daemon_stops(daemon, faultserver, key):
+    pid_file = daemon.root / "bg.pid"
+    id = daemon.download(faultserver.url(key=key, size=2000), "-o", str(daemon.work / "b"),
+                         "--on-end", f"sleep 300 & echo $! > {pid_file}")
+    job = hook_done(daemon, id)
+    assert job["hook"]["exitStatus"] == 0
+    pid = int(pid_file.read_text())
+    assert os.path.exists(f"/proc/{pid}"), "the background process is already gone"
+    try:
+        daemon.stop()
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower(),
+                   10, "the hook's background process to be killed")
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass

@@ -22,8 +22,10 @@ extension Engine {
         }
     }
 
-    /// Runs the hook the job's `hookPending` names; nothing if none is pending.
+    /// Runs the hook the job's `hookPending` names; nothing if none is pending (or the daemon
+    /// stops: it stays pending for the next start).
     func runHook(_ id: Int64) {
+        if shuttingDown { return }
         if hooks.isRunning(.job(id)) {
             hooks.runAgainLater(id)
             return
@@ -64,7 +66,7 @@ extension Engine {
 
     /// Runs the hook an ``OwedHook`` names next (unless it runs already).
     func runOwedHook(_ owedId: Int64) {
-        guard let kept = owedHooks[owedId], !hooks.isRunning(.owed(owedId)) else { return }
+        guard !shuttingDown, let kept = owedHooks[owedId], !hooks.isRunning(.owed(owedId)) else { return }
         guard let command = kept.stage == .job ? kept.onEnd : config.onEnd else {
             owedHookFinished(owedId, kept.stage)
             return
@@ -87,7 +89,11 @@ extension Engine {
             started: { Log.info("running the \(which)'s on-end hook (\(state))", job: id) }
         ) { [weak self] owner, result, timedOut in
             guard let self else { return }
-            let why = timedOut ? " (killed after \(Int(HookRunner.timeout)) s)" : ""
+            let why =
+                timedOut
+                ? " (killed after \(Int(HookRunner.timeout)) s)"
+                : self.shuttingDown && result.exitStatus == HookRunner.stoppedStatus
+                    ? " (ended by the daemon's stop)" : ""
             Log.info("\(which)'s on-end hook exited \(result.exitStatus)\(why)", job: id)
             switch owner {
             case .owed(let owedId):

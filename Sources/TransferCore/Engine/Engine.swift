@@ -107,7 +107,7 @@ public final class Engine: AttemptHost {
     /// The id the next ``OwedHook`` gets (above every stored one: read at start).
     var nextOwedHookId: Int64 = 1
     private var endOfPass: LoopPrepare?
-    private var shuttingDown = false
+    private(set) var shuttingDown = false
     private var lastProgressEvent: [Int64: Int64] = [:]
     /// Bytes a download's last attempt left in its part (written, maybe not yet checkpointed), so
     /// a paused or waiting job never shows fewer bytes than it just did. Memory only: after a
@@ -340,6 +340,8 @@ public final class Engine: AttemptHost {
             dispatch(id, .requeue(.shutdown))
             Log.info("checkpointed at \(task.bytes) bytes for shutdown", job: id)
         }
+        // Hooks that run are ended and recorded as ended by the stop (``HookRunner/stopAll()``).
+        hooks.stopAll()
         commitOrLog()
         endOfPass?.close()
         endOfPass = nil

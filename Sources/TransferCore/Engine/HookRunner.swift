@@ -9,7 +9,11 @@ import Foundation
 /// environment. Where util-linux's `setpriv` is present the shell is started through it with
 /// `--pdeathsig TERM`, and ``groupKeeper`` then kills the hook's process group, so that a daemon
 /// crash or stop also ends the hook it interrupted, children included (it then runs again after
-/// the restart, exactly once in all). Loop-thread only.
+/// the restart, exactly once in all). A daemon that stops (SIGTERM, `daemon stop`) ends the hooks
+/// that run (``stopAll()``) and records them as ended by it, 143: they do not run again, so that a
+/// hook that stops the daemon cannot stop every later start too. A hook's shell that exits before
+/// the time bound leaves what it started in the background until the bound, then that is killed
+/// too. Loop-thread only.
 public final class HookRunner {
     /// The longest a hook may run, in seconds; then its process group is killed.
     public static let timeout = 60.0
@@ -52,8 +56,15 @@ public final class HookRunner {
     private final class Slot {
         var owner: Owner
         var runner: ProcessRunner?
-        init(owner: Owner) { self.owner = owner }
+        let completion: (Owner, HookResult, Bool) -> Void
+        init(owner: Owner, completion: @escaping (Owner, HookResult, Bool) -> Void) {
+            self.owner = owner
+            self.completion = completion
+        }
     }
+
+    /// The exit status a hook that the daemon's stop ended is recorded with (128 + SIGTERM).
+    public static let stoppedStatus = 128 + Int(SIGTERM)
 
     private let loop: EventLoop
     private var running: [Owner: Slot] = [:]
@@ -63,6 +74,10 @@ public final class HookRunner {
     private var again: Set<Int64> = []
     /// Time bound of each hook (replaceable for tests).
     var timeout = HookRunner.timeout
+    /// Whether the daemon stops: no hook starts any more.
+    private var stopped = false
+    /// Process groups that finished hooks left running, by group id: killed at the hook's bound.
+    private var lingering: [Int32: LoopTimer] = [:]
 
     /// Creates the runner.
     public init(loop: EventLoop) { self.loop = loop }
@@ -109,6 +124,8 @@ public final class HookRunner {
         let request = Request(
             owner: owner, command: command, input: input, environment: environment, started: started,
             completion: completion)
+        // Left pending in the store: the next start runs it.
+        if stopped { return false }
         if running.count >= Self.maxConcurrent {
             waiting.append(request)
             return false
@@ -118,7 +135,7 @@ public final class HookRunner {
     }
 
     private func startWaiting() {
-        while running.count < Self.maxConcurrent, waitingHead < waiting.count {
+        while !stopped, running.count < Self.maxConcurrent, waitingHead < waiting.count {
             let next = waiting[waitingHead]
             waitingHead += 1
             start(next)
@@ -127,6 +144,47 @@ public final class HookRunner {
             waiting = []
             waitingHead = 0
         }
+    }
+
+    /// Kills process group `group` (what a finished hook left running) when its hook's time
+    /// bound runs out.
+    private func killAtBound(group: Int32, deadline: UInt64) {
+        let timer = LoopTimer(loop: loop)
+        lingering[group]?.close()
+        lingering[group] = timer
+        let now = loop.nowMillis
+        timer.start(after: deadline > now ? deadline - now : 0) { [weak self] in
+            if kill(-group, 0) == 0 {
+                Log.info(
+                    "killing what a hook left running (process group \(group)) at its \(Int(HookRunner.timeout)) s bound"
+                )
+                kill(-group, SIGKILL)
+            }
+            self?.lingering.removeValue(forKey: group)?.close()
+        }
+    }
+
+    /// The daemon stops: every running hook's process group is killed and the hook finishes
+    /// (its completion runs now) with exit status ``stoppedStatus`` and the output it had written;
+    /// hooks waiting for a slot do not start (they stay pending for the next start); what
+    /// finished hooks left running is killed too.
+    func stopAll() {
+        stopped = true
+        let slots = running.values.sorted { "\($0.owner)" < "\($1.owner)" }
+        running = [:]
+        for slot in slots {
+            let output = slot.runner?.abandon() ?? []
+            slot.runner = nil
+            let result = HookResult(exitStatus: Self.stoppedStatus, output: String(decoding: output, as: UTF8.self))
+            slot.completion(slot.owner, result, false)
+        }
+        for (group, timer) in lingering {
+            kill(-group, SIGKILL)
+            timer.close()
+        }
+        lingering = [:]
+        waiting = []
+        waitingHead = 0
     }
 
     private func start(_ request: Request) {
@@ -139,7 +197,7 @@ public final class HookRunner {
         let executable = viaSetpriv ? Self.setpriv : Self.shell
         let shell = [Self.shell, "-c", Self.groupKeeper, command]
         let arguments = viaSetpriv ? ["setpriv", "--pdeathsig", "TERM", "--"] + shell : shell
-        let slot = Slot(owner: request.owner)
+        let slot = Slot(owner: request.owner, completion: completion)
         request.started()
         do {
             slot.runner = try ProcessRunner(
@@ -147,6 +205,9 @@ public final class HookRunner {
                 outputLimit: Self.outputLimit, timeout: timeout
             ) { [weak self] outcome in
                 self?.running[slot.owner] = nil
+                if let runner = slot.runner, !outcome.timedOut, runner.groupLingers {
+                    self?.killAtBound(group: runner.pid, deadline: runner.deadline)
+                }
                 slot.runner = nil
                 let result = HookResult(
                     exitStatus: outcome.exitStatus, output: String(decoding: outcome.output, as: UTF8.self))

@@ -39,6 +39,8 @@ public final class ProcessRunner {
     private var completion: ((Outcome) -> Void)?
     /// The child's pid (also its process group's id).
     public let pid: Int32
+    /// When the time bound runs out (``EventLoop/nowMillis``).
+    public let deadline: UInt64
 
     /// Starts `executable` with `arguments` (`arguments[0]` is the program's name).
     /// - Parameters:
@@ -58,6 +60,7 @@ public final class ProcessRunner {
         self.loop = loop
         self.outputLimit = outputLimit
         self.completion = completion
+        deadline = loop.nowMillis + UInt64(max(0, timeout) * 1000)
         timer = LoopTimer(loop: loop)
         let processHandle = UnsafeMutablePointer<uv_process_t>.allocate(capacity: 1)
         processHandle.initialize(to: uv_process_t())
@@ -157,8 +160,7 @@ public final class ProcessRunner {
         } else {
             stdinStream.write(input) { [weak stdinStream] _ in stdinStream?.close() }
         }
-        let ms = UInt64(max(0, timeout) * 1000)
-        timer.start(after: ms) { [unowned self] in
+        timer.start(after: deadline > loop.nowMillis ? deadline - loop.nowMillis : 0) { [unowned self] in
             guard self.exited == nil else { return }
             self.timedOut = true
             // The whole session's process group: the shell and what it started.
@@ -194,6 +196,29 @@ public final class ProcessRunner {
         let done = completion
         completion = nil
         done?(Outcome(exitStatus: status, output: collected, timedOut: timedOut))
+    }
+
+    /// Whether a process of the child's group is left (one the child started and left running).
+    public var groupLingers: Bool { kill(-pid, 0) == 0 }
+
+    /// Kills the child's process group now and gives up on it: the completion never runs and the
+    /// handles are closed (the daemon stops). Returns the output read so far.
+    public func abandon() -> [UInt8] {
+        guard !finished else { return collected }
+        finished = true
+        completion = nil
+        uv_kill(-pid, SIGKILL)
+        uv_kill(pid, SIGKILL)
+        if exited == nil {
+            process.pointee.data = nil
+            closeAndFree(process)
+        }
+        timer.close()
+        stdinPipe?.close()
+        stdinPipe = nil
+        output?.close()
+        output = nil
+        return collected
     }
 
     deinit {
