@@ -111,3 +111,21 @@ def test_that_watch_with_no_ids_prints_plain_lines_when_not_a_terminal(daemon, f
     assert r.returncode == 0, r
     assert "\x1b[" not in r.stdout and "\r" not in r.stdout
     assert f"{id} completed" in r.stdout, r.stdout
+
+
+def test_that_watch_with_no_ids_follows_jobs_queued_after_it_started(daemon, faultserver, key):
+    first = daemon.download(faultserver.url(key=key + "a", size=200_000, slow=200_000), "-o", str(daemon.work / "a.bin"))
+    watch = spawn([daemon.cli_exe, "watch", "--home", str(daemon.home), "--no-autostart"], "watch",
+                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=daemon.env)
+    try:
+        time.sleep(0.4)
+        second = daemon.download(faultserver.url(key=key + "b", size=400_000, slow=200_000),
+                                 "-o", str(daemon.work / "b.bin"))
+        out, _ = watch.communicate(timeout=30)
+    finally:
+        stop_process(watch)
+    text = out.decode(errors="replace")
+    assert watch.returncode == 0, text
+    assert f"{first} completed" in text, text
+    assert f"{second} completed" in text, text
+    assert daemon.job(second)["state"] == "completed"

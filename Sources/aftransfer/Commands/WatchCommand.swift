@@ -12,8 +12,8 @@ struct WatchCommand: ParsableCommand {
         abstract: "Show live progress until the jobs end (all unfinished jobs when no ids are given).",
         discussion: """
             Without ids on a terminal: every unfinished job one line (id, name, state, bar, bytes, rate, ETA) \
-            and a totals line, redrawn in place and fitted to the terminal. Ctrl-C leaves the jobs running. \
-            Exits 0 when every job completed, 1 when one failed or was cancelled.
+            and a totals line, redrawn in place and fitted to the terminal; jobs queued meanwhile join it. \
+            Ctrl-C leaves the jobs running. Exits 0 when every job completed, 1 when one failed or was cancelled.
             """)
 
     @Argument(help: "The jobs' ids.")
@@ -25,7 +25,11 @@ struct WatchCommand: ParsableCommand {
     func run() throws {
         let client = try global.connect()
         let jobs: [JobSnapshot]
+        var subscribed = false
         if ids.isEmpty {
+            // Subscribed first, to every job: one queued after the list below is followed too.
+            subscribed =
+                (try? client.call(method: RPCMethod.eventsSubscribe.rawValue, params: .some(.object([:])))) != nil
             jobs = try client.call(
                 method: RPCMethod.transferList.rawValue, params: ListParams(), as: [JobSnapshot].self
             )
@@ -39,7 +43,7 @@ struct WatchCommand: ParsableCommand {
                 try client.call(method: RPCMethod.transferGet.rawValue, params: GetParams(id: $0), as: JobSnapshot.self)
             }
         }
-        let follower = JobFollower(client: client, jobs: jobs)
+        let follower = JobFollower(client: client, jobs: jobs, subscribed: subscribed, followsNewJobs: subscribed)
         if ids.isEmpty && Console.Stream.stdout.isTerminal {
             // The whole queue as a screen; Ctrl-C ends only the view (the jobs are the daemon's),
             // leaving the cursor below it.

@@ -29,13 +29,18 @@ final class JobFollower {
 
     /// Whether `client` subscribed to every job's events before these jobs were queued.
     private let subscribedBefore: Bool
+    /// Whether a job not followed yet that an event shows unfinished joins the followed ones
+    /// (`watch` without ids: the whole queue, jobs queued later included).
+    private let followsNewJobs: Bool
 
     /// Creates a follower for `jobs` (their current objects) over `client`; `subscribed` when the
     /// client subscribed to all events before the jobs were queued (nothing to catch up on).
-    init(client: RPCClient, jobs: [JobSnapshot], subscribed: Bool = false) {
+    /// With `followsNewJobs`, `client` must have subscribed to every job's events (`subscribed`).
+    init(client: RPCClient, jobs: [JobSnapshot], subscribed: Bool = false, followsNewJobs: Bool = false) {
         self.client = client
         self.jobs = jobs
         self.subscribedBefore = subscribed
+        self.followsNewJobs = followsNewJobs
         caughtUp = subscribed
         let now = Self.now()
         for (i, job) in jobs.enumerated() {
@@ -82,9 +87,13 @@ final class JobFollower {
             switch event {
             case .progress(let job):
                 // A progress event read before a poll's answer may be older than it.
-                if let i = index[job.id], !jobs[i].state.isFinal { record(job) }
+                if let i = index[job.id] {
+                    if !jobs[i].state.isFinal { record(job) }
+                } else {
+                    join(job)
+                }
             case .state(let job):
-                record(job)
+                if index[job.id] == nil { join(job) } else { record(job) }
             case .removed(let job):
                 removed(job.id)
             case .notification:
@@ -142,6 +151,16 @@ final class JobFollower {
         if jobs[i].state.isFinal && !job.state.isFinal { open += 1 }
         jobs[i] = job
         heard[job.id] = Self.now()
+    }
+
+    /// A job an event told of that is not followed: followed from now on if it has not ended and
+    /// new jobs are followed.
+    private func join(_ job: JobSnapshot) {
+        guard followsNewJobs, !job.state.isFinal, index[job.id] == nil else { return }
+        index[job.id] = jobs.count
+        jobs.append(job)
+        heard[job.id] = Self.now()
+        open += 1
     }
 
     /// A followed job was removed (told by an event, or found gone by a poll).
