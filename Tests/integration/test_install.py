@@ -121,6 +121,11 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
             assert not f.exists(), f
         assert keep.exists()
         assert not (prefix / "share" / "aftransfer" / "installed-files").exists()
+        # The directories it created go too, but for one that holds someone else's file.
+        assert not (prefix / "share").exists(), sorted(str(p) for p in (prefix / "share").rglob("*"))
+        assert not config.exists(), sorted(str(p) for p in config.rglob("*"))
+        assert sorted(p.name for p in prefix.iterdir()) == ["bin"]
+        assert sorted(p.name for p in (prefix / "bin").iterdir()) == ["someone-elses-tool"]
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
