@@ -156,3 +156,18 @@ def test_a_segmented_download_does_not_starve_another_job_of_the_shared_budget(d
     daemon.cli("limit", "--download", "off", check=0)
     for i in (seg, one):
         daemon.wait_state(i, "completed", timeout=30)
+
+
+@pytest.mark.daemon_args("--stall-timeout", "2")
+def test_a_transfer_held_back_by_a_low_daemon_wide_limit_is_not_taken_for_a_stall(daemon, nginx):
+    # The shared budget lets a burst through, then holds the transfer until the budget has
+    # refilled: 16 KiB at 4 KiB/s is 4 s, longer than this daemon's 2 s stall window. Held on
+    # purpose is not stalled: no attempt may end as a timeout.
+    daemon.cli("limit", "--download", "4K", check=0)
+    digest = nginx.make_file("bw/low.bin", 40 * 1024)
+    dest = daemon.work / "low.bin"
+    id = daemon.download(nginx.url("bw/low.bin"), "-o", dest, "--retries", "0")
+    job = daemon.wait_state(id, ("completed", "failed"), timeout=40)
+    assert job["state"] == "completed", job
+    assert job["attempts"] == 1 and [h["error"] for h in job["history"]] == [None], job["history"]
+    assert sha256_file(dest) == digest

@@ -194,8 +194,10 @@ class TransferTask {
     /// window): no byte for a whole window, or fewer bytes than the window has seconds in the last
     /// full window (a trickle that never goes silent). Called by the engine's tick.
     func stalled(now: UInt64, window: UInt64) -> Bool {
-        if easy?.engaged == false {
-            // Waiting for a free connection to its host (`--max-per-host`): not a stall.
+        if easy?.engaged == false || unpauseTimer?.isActive == true {
+            // Waiting for a free connection to its host (`--max-per-host`), or held back by a
+            // rate limit until its budget allows more (16 KiB under a daemon-wide 300 B/s is
+            // almost a minute): not a stall.
             restartStallWindow(now: now)
             return false
         }
