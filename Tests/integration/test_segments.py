@@ -190,6 +190,8 @@ def test_a_range_answered_404_ends_the_attempt_instead_of_asking_again(daemon, f
     job = daemon.wait_state(id, "failed", timeout=30)
     assert job["error"]["code"] == "http_status" and job["error"]["retryable"] is False, job
     assert job["attempts"] == 1, job
+    # The last response the job got was the range's 404, not the first connection's 206.
+    assert job["httpStatus"] == 404 and job["history"][-1]["httpStatus"] == 404, job
     ranges = [e["range"] for e in faultserver.log(key) if e["range"] != "bytes=0-"]
     assert len(ranges) == len(set(ranges)), f"a range was asked for twice: {ranges}"
 

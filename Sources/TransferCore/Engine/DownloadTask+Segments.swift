@@ -248,6 +248,8 @@ extension DownloadTask {
         let complete = plan?.segment(c.start)?.isComplete ?? true
         if !c.reachedEnd && !complete && !fallbackRequested {
             let failure = c.failure ?? error ?? TransferError(.network, "a range ended early", retryable: true)
+            // Refused by an HTTP status (``segmentHeaders(_:)`` set the failure from it).
+            lastConnectionStatus = c.failure != nil ? c.status.flatMap { $0 >= 300 ? $0 : nil } : nil
             if !rangeFailed(failure, retryAfter: c.retryAfter) { return }
         }
         schedulePump()
@@ -280,6 +282,7 @@ extension DownloadTask {
 
     /// Ends the attempt with the last failed range request's error and `Retry-After`.
     func endForRanges() {
+        if let status = lastConnectionStatus { noteFinalStatus(status) }
         complete(
             failure: lastConnectionError ?? TransferError(.network, "ranges kept failing", retryable: true),
             retryAfter: lastConnectionRetryAfter)

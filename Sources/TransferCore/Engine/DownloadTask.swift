@@ -66,6 +66,9 @@ final class DownloadTask: TransferTask {
     var lastConnectionError: TransferError?
     /// The `Retry-After` (seconds) of the last failed range request, if it had one.
     var lastConnectionRetryAfter: Double?
+    /// The HTTP status of the last range request that failed with one (a `404` to a later range),
+    /// nil when it failed otherwise: the job's `httpStatus` if it ends the attempt.
+    var lastConnectionStatus: Int?
     /// After a range request failed: no range request starts before this time (the loop's
     /// milliseconds), see ``rangeFailed(_:retryAfter:)``.
     var rangesHeldUntil: UInt64?

@@ -355,6 +355,10 @@ class TransferTask {
         historyEntry.error = error
     }
 
+    /// Records `code` as the last response's status: a further connection's response that ends
+    /// the attempt (a segmented download's range refused) is the job's last response.
+    func noteFinalStatus(_ code: Int) { status = code }
+
     /// The HTTP status of the last final response, if any (an interim 1xx is not one).
     var lastStatus: Int? { status.flatMap { $0 >= 200 ? $0 : nil } }
     /// The status of the response being read, interim (1xx) ones included.
