@@ -81,6 +81,35 @@ def test_small_files_finishing_while_the_daemon_stops_complete_once_and_never_fa
 
 
 @pytest.mark.timeout(240)
+def _each_completed_attempt_shows_its_response(jobs):
+    """Every completed job shows the 200 it got, and its last attempt the 200 and every byte
+    (also one that recovery completed: a crash came after its file was in place)."""
+    for j in jobs:
+        last = j["history"][-1]
+        assert j["httpStatus"] == 200 and last["httpStatus"] == 200 and last["bytes"] == j["bytes"], j
+
+
+def test_small_files_a_crash_catches_while_they_finish_show_their_response_after_recovery(daemon_factory, nginx, key):
+    # kill -9 a few tens of ms after queueing, while the first files are put in place: a job the
+    # restart completed (its file was in place) showed httpStatus null and an attempt of 0 bytes.
+    daemon = daemon_factory(args=("--max-active", "16"))
+    rng = _crash_rng()
+    for round in range(4):
+        out = daemon.work / f"r{round}"
+        files = [nginx.make_file(f"small/{key}-{round}-{i}.bin", 16 * 1024) for i in range(150)]
+        ids = _add_many(daemon, [{"url": nginx.url(f"small/{key}-{round}-{i}.bin"),
+                                  "destination": str(out / f"f{i}.bin"), "createDirs": True}
+                                 for i in range(len(files))])
+        time.sleep(rng.uniform(0.02, 0.06))
+        daemon.kill9()
+        daemon.start()
+        for id in ids:
+            daemon.wait_state(id, "completed", timeout=60)
+        for i, digest in enumerate(files):
+            assert sha256_file(out / f"f{i}.bin") == digest
+        _each_completed_attempt_shows_its_response([daemon.job(id) for id in ids])
+
+
 def test_hundreds_of_small_files_survive_kill_9_mid_batch_byte_identical_and_exactly_once(
         daemon_factory, nginx, key):
     daemon = daemon_factory(args=("--max-active", "16"))
@@ -105,6 +134,7 @@ def test_hundreds_of_small_files_survive_kill_9_mid_batch_byte_identical_and_exa
     assert not [p for p in os.listdir(daemon.work / "out") if p.endswith(".aftpart")]
     counts = daemon.rpc_result("daemon.status")["jobs"]
     assert counts["completed"] == n and counts["queued"] == 0 and counts["running"] == 0, counts
+    _each_completed_attempt_shows_its_response(jobs)
 
     # Exactly once: nothing is fetched again after another crash.
     fetched = len(nginx.log())

@@ -579,6 +579,7 @@ final class DownloadTask: TransferTask {
             p.sha256 = .some(digest)
             p.total = .some(size)
             p.segments = .some(nil)
+            self.recordFinalizingStatus(&p)
             self.write(p)
             self.engine.afterCommit {
                 guard self.phase != .ended else { return }
@@ -641,6 +642,16 @@ final class DownloadTask: TransferTask {
         return false
     }
 
+    /// The response's status goes into the finalizing row and the open attempt's history with
+    /// it: a crash before the job is recorded completed leaves a job that recovery completes
+    /// (its file in place) with the status it got, not null.
+    private func recordFinalizingStatus(_ p: inout JobPatch) {
+        guard let status = lastStatus else { return }
+        p.httpStatus = .some(status)
+        historyEntry.httpStatus = status
+        engine.recordHistory(self)
+    }
+
     /// Checks `--sha256`, records that the job is finalizing, and once that is committed moves
     /// the part into place (SPEC: the row before the rename, so recovery recognizes a rename a
     /// crash interrupted).
@@ -653,6 +664,7 @@ final class DownloadTask: TransferTask {
         p.durableBytes = size
         p.sha256 = .some(digest)
         p.segments = .some(nil)
+        recordFinalizingStatus(&p)
         write(p)
         engine.afterCommit {
             guard self.phase != .ended else { return }

@@ -204,6 +204,9 @@ public final class Engine: AttemptHost {
             nextOwedHookId = max(nextOwedHookId, kept.id + 1)
         }
         var recovered: [JobFacts] = []
+        // Downloads a crash interrupted after their file was in place: their open attempt moved
+        // the whole file.
+        var completedAttempts: [Int64: Int64] = [:]
         for f in try store.schedulingFacts() {
             var facts = f
             var p = JobPatch()
@@ -218,7 +221,10 @@ public final class Engine: AttemptHost {
                     // Crashed between the rename and the row update: the file is in place (a small
                     // one's bytes were synced just before its rename, in the same work item).
                     fileInPlace = true
-                    if let total = r.total { p.durableBytes = total }
+                    if let total = r.total {
+                        p.durableBytes = total
+                        completedAttempts[f.id] = total
+                    }
                     Log.info("recovered: completed \(dest)", job: f.id)
                 } else if partExists && f.segmented {
                     // Ranges of a segmented download: each resumes from its own durable offset
@@ -260,7 +266,7 @@ public final class Engine: AttemptHost {
         for f in recovered { scheduler.add(f) }
         try deleteDoomedParts()
         do {
-            try store.closeOpenAttempts(fallback: now)
+            try store.closeOpenAttempts(fallback: now, completed: completedAttempts)
             try store.commit(batch, now: now)
             batch = WriteBatch()
         } catch  where JobStore.isDiskFull(error) {

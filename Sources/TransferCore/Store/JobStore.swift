@@ -331,8 +331,9 @@ public final class JobStore {
 
     /// Ends every history entry left open by a daemon that crashed mid-attempt, at its job's last
     /// recorded change (the attempt's last checkpoint: the daemon went away after it), or at
-    /// `fallback` (seconds since 1970) for an entry without a job.
-    public func closeOpenAttempts(fallback: Double) throws {
+    /// `fallback` (seconds since 1970) for an entry without a job. `completed` names jobs whose
+    /// file recovery found in place, with its size: their open attempt moved all of it.
+    public func closeOpenAttempts(fallback: Double, completed: [Int64: Int64] = [:]) throws {
         try db.write { db in
             let open = try Row.fetchAll(
                 db,
@@ -341,9 +342,16 @@ public final class JobStore {
                     LEFT JOIN job ON job.id = attempt.jobId WHERE attempt.endedAt IS NULL
                     """)
             let statement = try db.cachedStatement(sql: "UPDATE attempt SET endedAt = ? WHERE jobId = ? AND seq = ?")
+            let whole = try db.cachedStatement(
+                sql: "UPDATE attempt SET endedAt = ?, bytes = ? WHERE jobId = ? AND seq = ?")
             for row in open {
                 let at: Double = row[2] ?? fallback
-                try statement.run([Timestamp.rfc3339(at).databaseValue, row[0], row[1]])
+                let jobId: Int64 = row[0]
+                if let size = completed[jobId] {
+                    try whole.run([Timestamp.rfc3339(at).databaseValue, size.databaseValue, row[0], row[1]])
+                } else {
+                    try statement.run([Timestamp.rfc3339(at).databaseValue, row[0], row[1]])
+                }
             }
         }
     }
