@@ -85,7 +85,7 @@ final class BandwidthScheduleTests: XCTestCase {
         let takers = objects.map(ObjectIdentifier.init)
         for ms in stride(from: UInt64(0), to: 10_000, by: 1) {
             for t in takers where b.delay(now: ms, for: t) == 0 {
-                b.take(65_536)
+                b.take(65_536, by: t)
                 passed += 65_536
             }
         }
@@ -110,7 +110,7 @@ final class BandwidthScheduleTests: XCTestCase {
             for t in [greedy, other] where due[t]! <= ms {
                 var wait = b.delay(now: ms, for: t)
                 while wait == 0 {
-                    b.take(16_384)
+                    b.take(16_384, by: t)
                     got[t]! += 16_384
                     wait = b.delay(now: ms, for: t)
                 }
@@ -130,7 +130,7 @@ final class BandwidthScheduleTests: XCTestCase {
         let objects = [NSObject(), NSObject()]  // kept alive: distinct identifiers
         let gone = ObjectIdentifier(objects[0])
         let other = ObjectIdentifier(objects[1])
-        b.take(100_000)  // in debt
+        b.take(100_000, by: other)  // in debt; `gone` has taken less: its turn comes first
         XCTAssertGreaterThan(b.delay(now: 0, for: gone), 0)
         XCTAssertGreaterThan(b.delay(now: 1, for: other), 0)
         // Out of debt at 100 ms: `gone` was due then and never asks; `other` gets its turn by

@@ -171,3 +171,22 @@ def test_a_transfer_held_back_by_a_low_daemon_wide_limit_is_not_taken_for_a_stal
     assert job["state"] == "completed", job
     assert job["attempts"] == 1 and [h["error"] for h in job["history"]] == [None], job["history"]
     assert sha256_file(dest) == digest
+
+
+def test_an_upload_with_its_own_limit_below_its_share_gets_that_limit_inside_the_daemons(daemon, faultserver, key):
+    # SPEC: per-job --limit-rate still applies inside the global limit. The limited upload reads
+    # 96 KiB at a time, the other 256 KiB: turns counted by takes gave the first 560 KiB/s.
+    daemon.cli("limit", "--upload", "2M", check=0)
+    a_src, b_src = daemon.work / "a.bin", daemon.work / "b.bin"
+    write_random_file(a_src, 24 * MiB)
+    write_random_file(b_src, 40 * MiB)
+    a = daemon.upload(a_src, faultserver.url("/upload", key=key + "a"), "--resumable", "off", "--limit-rate", "768K")
+    b = daemon.upload(b_src, faultserver.url("/upload", key=key + "b"), "--resumable", "off")
+    time.sleep(2.0)
+    a0, b0, t0 = daemon.job(a)["bytes"], daemon.job(b)["bytes"], time.monotonic()
+    time.sleep(5.0)
+    a1, b1, t1 = daemon.job(a)["bytes"], daemon.job(b)["bytes"], time.monotonic()
+    rate_a, rate_b = (a1 - a0) / (t1 - t0), (b1 - b0) / (t1 - t0)
+    daemon.cli("cancel", str(a), str(b))
+    assert 0.85 * 768 * 1024 <= rate_a <= 1.1 * 768 * 1024, f"limited upload {rate_a / 1024:.0f} KiB/s"
+    assert 0.85 * 2 * MiB <= rate_a + rate_b <= 1.1 * 2 * MiB, f"together {(rate_a + rate_b) / 1024:.0f} KiB/s"

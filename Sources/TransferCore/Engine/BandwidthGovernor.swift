@@ -49,10 +49,15 @@ final class BandwidthGovernor {
 /// burst; a transfer may take bytes while the budget is not in debt (a callback's bytes may take
 /// it below zero, repaid before anyone takes more).
 ///
-/// Turns: once a transfer was refused, the budget's bytes go to the transfer that has waited
-/// longest. Without turns, the one whose timer fired first each time took every byte: a
-/// segmented download, whose connections share one timer that it re-armed inside its own
-/// callbacks, left a one-connection job beside it nothing at all. Loop-thread only.
+/// Turns: once a transfer was refused, the budget's bytes go in turns, and the turn is the
+/// waiting transfer's that has taken the fewest bytes (start-time fair queuing: each transfer's
+/// tag is the virtual time at which its last take ended; the turn is the smallest tag, a newcomer
+/// or one back from a pause starting at the current virtual time). Without turns, the one whose
+/// timer fired first each time took every byte: a segmented download, whose connections share one
+/// timer that it re-armed inside its own callbacks, left a one-connection job beside it nothing at
+/// all. Turns by count rather than by bytes gave a transfer that reads 96 KiB at a time (its own
+/// `--limit-rate` sizes its reads) a third of the budget beside one reading 256 KiB. Loop-thread
+/// only.
 final class ByteBudget {
     /// Who asks for bytes (a transfer, all its connections together).
     typealias Taker = ObjectIdentifier
@@ -63,9 +68,12 @@ final class ByteBudget {
     /// A waiter not back this long (ms) after it was due is forgotten (it ended or went away).
     static let waiterGrace: UInt64 = 1000
 
-    /// Transfers refused and not served since: when they were first refused, and when they are
-    /// due to ask again.
-    private var waiters: [Taker: (since: UInt64, due: UInt64)] = [:]
+    /// Transfers refused and not served since, by when they are due to ask again.
+    private var waiters: [Taker: UInt64] = [:]
+    /// Each transfer's tag: the virtual time (bytes) at which its last take ended.
+    private var tags: [Taker: Double] = [:]
+    /// The start tag of the last take.
+    private var virtualTime = 0.0
     /// The smallest burst, in bytes.
     static let minimumBurst = 16 * 1024.0
 
@@ -90,39 +98,59 @@ final class ByteBudget {
         tokens = min(capacity, tokens + Double(rate) * Double(now - last) / 1000)
     }
 
-    /// How long (ms) until `taker` may take bytes; 0 when it may now (then it should ``take(_:)``).
+    /// Where `taker`'s next take would start in virtual time.
+    private func startTag(_ taker: Taker) -> Double { max(virtualTime, tags[taker] ?? virtualTime) }
+
+    /// How long (ms) until `taker` may take bytes; 0 when it may now (then it should
+    /// ``take(_:by:)``).
     func delay(now: UInt64, for taker: Taker) -> UInt64 {
         guard let rate else {
-            if !waiters.isEmpty { waiters = [:] }  // the body callbacks' path: no work when unlimited
+            // The body callbacks' path: no work when unlimited.
+            if !waiters.isEmpty { waiters = [:] }
+            if !tags.isEmpty { tags = [:] }
             return 0
         }
         refill(now: now)
         if tokens >= 0 {
             guard !waiters.isEmpty else { return 0 }
-            waiters = waiters.filter { $0.value.due + Self.waiterGrace >= now }
-            let first = waiters.min { $0.value.since < $1.value.since }?.key
-            guard let first, first != taker else {
+            waiters = waiters.filter { $0.value + Self.waiterGrace >= now }
+            // The turn is among those that may take now: one held by its own `--limit-rate`
+            // (``hold(_:until:)``) waits in line without holding up the others.
+            let mine = startTag(taker)
+            let ahead = waiters.contains { other, due in
+                other != taker && due <= now && startTag(other) < mine
+            }
+            guard ahead else {
                 waiters[taker] = nil
                 return 0
             }
-            return wait(taker, Self.turnWait, now: now)
+            waiters[taker] = now + Self.turnWait
+            return Self.turnWait
         }
-        return wait(taker, max(1, UInt64((-tokens / Double(rate) * 1000).rounded(.up))), now: now)
-    }
-
-    private func wait(_ taker: Taker, _ ms: UInt64, now: UInt64) -> UInt64 {
-        waiters[taker] = (waiters[taker]?.since ?? now, now + ms)
+        let ms = max(1, UInt64((-tokens / Double(rate) * 1000).rounded(.up)))
+        waiters[taker] = now + ms
         return ms
     }
 
-    /// `taker` no longer asks (its transfer ended, or it waits for its own `--limit-rate`).
+    /// `taker` no longer asks (its transfer ended).
     func forget(_ taker: Taker) {
         waiters[taker] = nil
+        tags[taker] = nil
     }
 
-    /// Takes `n` bytes (after ``delay(now:for:)`` returned 0).
-    func take(_ n: Int) {
+    /// `taker` waits for its own `--limit-rate` until `until` (ms): it stays in line meanwhile, so
+    /// that the others take in turns and its turn is there when its own limit lets it take.
+    func hold(_ taker: Taker, until: UInt64) {
+        guard rate != nil else { return }
+        waiters[taker] = until
+    }
+
+    /// `taker` takes `n` bytes (after ``delay(now:for:)`` returned 0).
+    func take(_ n: Int, by taker: Taker) {
         guard rate != nil else { return }
         tokens -= Double(n)
+        let start = startTag(taker)
+        virtualTime = start
+        tags[taker] = start + Double(n)
     }
 }

@@ -381,7 +381,7 @@ class TransferTask {
             // Held back by the shared budget, not stalled: the stall window restarts.
             if wait > 0 { restartStallWindow(now: now) }
         } else {
-            shared.forget(ObjectIdentifier(self))  // waiting for its own limit, not its turn
+            shared.hold(ObjectIdentifier(self), until: now + wait)  // its own limit, not its turn
         }
         if wait > 0 {
             if unpauseTimer == nil { unpauseTimer = LoopTimer(loop: engine.loop) }
@@ -394,7 +394,7 @@ class TransferTask {
             return false
         }
         limiter?.consumed += Int64(n)
-        shared.take(n)
+        shared.take(n, by: ObjectIdentifier(self))
         return true
     }
 

@@ -1,0 +1,69 @@
+import XCTest
+
+@testable import TransferCore
+
+/// ``ByteBudget``: the daemon-wide budget of one direction, shared in turns; a transfer with its
+/// own `--limit-rate` below its share gets that rate inside the shared one (SPEC "Bandwidth").
+final class ByteBudgetTests: XCTestCase {
+    /// Two transfers drawing from one budget as ``TransferTask/pace(_:)`` does, for `seconds` of
+    /// loop time in steps of a millisecond, each taking `chunk` bytes a callback; `ownRate` is the
+    /// first one's `--limit-rate`. Returns the bytes per second each got.
+    private func share(
+        budget rate: Int64, ownRate: Double, chunk: Int, otherChunk: Int? = nil, seconds: UInt64 = 20
+    ) -> (Double, Double) {
+        let budget = ByteBudget()
+        budget.setRate(rate, now: 0)
+        var own = TokenBucket(rate: ownRate, start: 0)
+        final class Taker {}
+        let takers = [Taker(), Taker()]
+        var next: [UInt64] = [0, 0]
+        var got: [Int64] = [0, 0]
+        for t in 0..<(seconds * 1000) {
+            for i in [Int(t % 2), 1 - Int(t % 2)] where next[i] <= t {
+                let id = ObjectIdentifier(takers[i])
+                var wait = i == 0 ? own.delay(now: t) : 0
+                if wait == 0 {
+                    wait = budget.delay(now: t, for: id)
+                } else {
+                    budget.hold(id, until: t + wait)
+                }
+                if wait > 0 {
+                    next[i] = t + wait
+                    continue
+                }
+                let n = i == 0 ? chunk : otherChunk ?? chunk
+                if i == 0 { own.consumed += Int64(n) }
+                budget.take(n, by: id)
+                got[i] += Int64(n)
+                next[i] = t + 1
+            }
+        }
+        return (Double(got[0]) / Double(seconds), Double(got[1]) / Double(seconds))
+    }
+
+    func testThatATransferLimitedBelowItsShareGetsItsOwnRateAndTheOtherTheRest() {
+        for chunk in [16 * 1024, 64 * 1024] {
+            let (limited, free) = share(budget: 2 << 20, ownRate: 768 * 1024, chunk: chunk)
+            XCTAssertEqual(limited, 768 * 1024, accuracy: 768 * 1024 * 0.05, "chunk \(chunk)")
+            XCTAssertEqual(limited + free, Double(2 << 20), accuracy: Double(2 << 20) * 0.05, "chunk \(chunk)")
+        }
+    }
+
+    func testThatATransferLimitedAboveItsShareGetsAboutHalf() {
+        let (limited, free) = share(budget: 2 << 20, ownRate: 1.5 * 1024 * 1024, chunk: 64 * 1024)
+        XCTAssertEqual(limited, Double(1 << 20), accuracy: Double(1 << 20) * 0.15)
+        XCTAssertEqual(free, Double(1 << 20), accuracy: Double(1 << 20) * 0.15)
+    }
+
+    /// An upload reads an eighth of a second of its own `--limit-rate` at a time (96 KiB for
+    /// 768 KiB/s), one without a limit an eighth of the daemon-wide one (256 KiB for 2 MiB/s):
+    /// turns counted in bytes, not in takes, give the first its own rate all the same.
+    func testThatTakesOfDifferentSizesShareByBytes() {
+        let (limited, free) = share(budget: 2 << 20, ownRate: 768 * 1024, chunk: 96 * 1024, otherChunk: 256 * 1024)
+        XCTAssertEqual(limited, 768 * 1024, accuracy: 768 * 1024 * 0.05)
+        XCTAssertEqual(limited + free, Double(2 << 20), accuracy: Double(2 << 20) * 0.05)
+        let (small, large) = share(budget: 2 << 20, ownRate: Double(100 << 20), chunk: 16 * 1024, otherChunk: 256 * 1024)
+        XCTAssertEqual(small, Double(1 << 20), accuracy: Double(1 << 20) * 0.1, "two without a limit share evenly")
+        XCTAssertEqual(large, Double(1 << 20), accuracy: Double(1 << 20) * 0.1)
+    }
+}
