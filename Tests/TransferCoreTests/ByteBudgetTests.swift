@@ -62,7 +62,8 @@ final class ByteBudgetTests: XCTestCase {
         let (limited, free) = share(budget: 2 << 20, ownRate: 768 * 1024, chunk: 96 * 1024, otherChunk: 256 * 1024)
         XCTAssertEqual(limited, 768 * 1024, accuracy: 768 * 1024 * 0.05)
         XCTAssertEqual(limited + free, Double(2 << 20), accuracy: Double(2 << 20) * 0.05)
-        let (small, large) = share(budget: 2 << 20, ownRate: Double(100 << 20), chunk: 16 * 1024, otherChunk: 256 * 1024)
+        let (small, large) = share(
+            budget: 2 << 20, ownRate: Double(100 << 20), chunk: 16 * 1024, otherChunk: 256 * 1024)
         XCTAssertEqual(small, Double(1 << 20), accuracy: Double(1 << 20) * 0.1, "two without a limit share evenly")
         XCTAssertEqual(large, Double(1 << 20), accuracy: Double(1 << 20) * 0.1)
     }
