@@ -15,7 +15,8 @@ struct AFTransfer: ParsableCommand {
             Options, global ones too, come after the subcommand: aftransfer list --json --home DIR. \
             The daemon is started when no daemon answers (not with --no-autostart).
             Exit status: 0 success; 1 a job failed or was cancelled; 2 bad usage or refused input; \
-            3 the daemon could not be reached or started; 124 wait --timeout ran out.
+            3 the daemon could not be reached or started; 23 the output could not be written; \
+            124 wait --timeout ran out.
             """,
         version: AFTransferVersion.string,
         subcommands: [
@@ -28,6 +29,7 @@ struct AFTransfer: ParsableCommand {
 
     /// Parses, runs, and maps every error to the SPEC's exit statuses.
     static func main() {
+        Console.reserveStandardDescriptors()
         if let i = Paths.firstArgumentNotUTF8() {
             exit(for: CLIFailure.usage("argument \(i) is not valid UTF-8 (paths and options must be UTF-8)"))
         }
@@ -36,6 +38,10 @@ struct AFTransfer: ParsableCommand {
             try command.run()
         } catch {
             exit(for: error)
+        }
+        if let e = Console.stdoutError {
+            Console.error("cannot write the output: \(String(cString: strerror(e)))")
+            Glibc.exit(CLIFailure.outputLost)
         }
         Glibc.exit(0)
     }

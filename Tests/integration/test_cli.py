@@ -498,3 +498,27 @@ def test_list_json_is_one_array_ending_with_a_newline(daemon, faultserver, key):
     jobs = json.loads(out)
     assert [j["id"] for j in jobs] == [id]
     assert_job_schema(jobs[0])
+
+
+def test_output_that_cannot_be_written_is_exit_23_never_a_silent_success(daemon, faultserver, key):
+    # curl's write error is 23: a script must not take a lost id or a lost list for a success.
+    id = daemon.download(faultserver.url(key=key, size=100, slow=10), "-o", str(daemon.work / "w.bin"))
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([daemon.cli_exe, "list", "--json", "--home", str(daemon.home), "--no-autostart"],
+                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=30, env=daemon.env)
+    assert r.returncode == 23 and "cannot write the output" in r.stderr, r
+    # stdout closed: the job is queued, its id could not be printed (the socket must not take fd 1).
+    before = len(daemon.jobs())
+    r = subprocess.run([daemon.cli_exe, "download", faultserver.url(key=key + "c", size=10), "-o",
+                        str(daemon.work / "c.bin"), "--home", str(daemon.home), "--no-autostart"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=30, env=daemon.env,
+                       pass_fds=(), preexec_fn=lambda: os.close(1))
+    assert r.returncode == 23 and "cannot write the output" in r.stderr, r
+    assert len(daemon.jobs()) == before + 1
+    # A reader that goes away ends it by SIGPIPE, as any command of a pipeline.
+    p = subprocess.Popen([daemon.cli_exe, "list", "--json", "--home", str(daemon.home), "--no-autostart"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=daemon.env)
+    p.stdout.close()
+    p.wait(timeout=30)
+    assert p.returncode == -signal.SIGPIPE, (p.returncode, p.stderr.read())
+    daemon.cli("cancel", str(id))

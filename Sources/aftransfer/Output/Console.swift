@@ -71,15 +71,42 @@ enum Console {
         Array(text.utf8).withUnsafeBytes { write(bytes: $0, to: stream) }
     }
 
+    /// The error of the first write to stdout that failed (a full disk, a closed descriptor), if
+    /// any: the command then exits ``CLIFailure/outputLost`` (``AFTransfer/main()``), so that
+    /// `id=$(aftransfer download …)` or `list --json > file` never passes for a success with its
+    /// output lost.
+    nonisolated(unsafe) private(set) static var stdoutError: Int32?
+
+    /// Fills a closed stdin, stdout or stderr with `/dev/null` before anything else is opened:
+    /// the daemon's socket would otherwise become descriptor 1 and take what is printed. A
+    /// closed stdout counts as a failed write (``stdoutError``).
+    static func reserveStandardDescriptors() {
+        for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            _ = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY)  // the lowest free: this one
+            if fd == 1 { stdoutError = EBADF }
+        }
+    }
+
     /// Writes `bytes` as they are (say, a JSON result copied from the daemon), unbuffered.
+    ///
+    /// A reader that went away (`EPIPE` on stdout: `aftransfer list --json | head`) ends the
+    /// process by SIGPIPE, as it ends any other command of a pipeline; another error on stdout is
+    /// kept for the exit status, and the rest of the output is not written.
     static func write(bytes: UnsafeRawBufferPointer, to stream: Stream) {
         guard let base = bytes.baseAddress else { return }
+        if stream == .stdout, stdoutError != nil { return }
         var offset = 0
         while offset < bytes.count {
             let n = Glibc.write(stream.fd, base + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
-                return  // a closed pipe or a full disk: nothing better to do than stop writing
+                guard stream == .stdout else { return }  // stderr: nowhere left to say it
+                if errno == EPIPE {
+                    signal(SIGPIPE, SIG_DFL)
+                    raise(SIGPIPE)
+                }
+                stdoutError = errno
+                return
             }
             offset += n
         }

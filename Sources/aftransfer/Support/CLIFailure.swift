@@ -8,6 +8,9 @@ struct CLIFailure: Error {
     static let unreachable: Int32 = 3
     /// Exit status 124: `wait --timeout` ran out.
     static let timedOut: Int32 = 124
+    /// Exit status 23: the output could not be written (a full disk, a closed stdout), as curl's
+    /// write error; the command's work was done (a job queued), its output is lost.
+    static let outputLost: Int32 = 23
 
     /// The exit status.
     var status: Int32
