@@ -147,9 +147,10 @@ def test_wait_exits_0_for_completed_1_for_failed_or_cancelled_and_124_on_timeout
     assert daemon.cli("wait", ok, timeout=30).rc == 0
     assert daemon.cli("wait", bad, timeout=30).rc == 1
     t0 = time.monotonic()
-    r = daemon.cli("wait", slow, "--timeout", "1", timeout=30)
+    r = daemon.cli("wait", slow, slow, "--timeout", "1", timeout=30)
     assert r.rc == 124, r
     assert time.monotonic() - t0 < 5
+    assert r.err.count(f"{slow} (running)") == 1, f"a repeated id is one job: {r.err!r}"
     daemon.cli("cancel", slow, check=0)
     r = daemon.cli("wait", slow, timeout=30)
     assert r.rc == 1
@@ -463,6 +464,7 @@ def test_a_line_the_daemon_refuses_in_a_big_list_is_named_and_nothing_is_queued(
     assert r.rc == 2, r
     assert r.out == ""
     assert "urls.txt line 4000:" in r.err, f"the refusal must name line 4000: {r.err!r}"
+    assert "request 3999" not in r.err, f"the line, not the daemon's index, names it: {r.err!r}"
     assert [j["id"] for j in daemon.jobs()] == [first], "nothing of the list may stay queued"
 
 

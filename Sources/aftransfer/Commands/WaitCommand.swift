@@ -31,7 +31,9 @@ struct WaitCommand: ParsableCommand {
 
     func run() throws {
         let client = try global.connect()
-        let jobs = try ids.map {
+        // A repeated id is one job, waited for (and named) once, as the control commands act once.
+        var seen = Set<Int64>()
+        let jobs = try ids.filter { seen.insert($0).inserted }.map {
             try client.call(method: RPCMethod.transferGet.rawValue, params: GetParams(id: $0), as: JobSnapshot.self)
         }
         let follower = JobFollower(client: client, jobs: jobs)

@@ -64,7 +64,7 @@ struct Submission {
                 ids = try Self.ids(of: added)
             }
         } catch let error as RPCError {
-            throw CLIFailure(error.exitStatus, Self.prefix(origin(of: error)) + error.message)
+            throw CLIFailure(error.exitStatus, message(of: error))
         }
         if !options.json { Console.out(ids.map(String.init).joined(separator: "\n")) }
         if !options.wait {
@@ -170,6 +170,16 @@ struct Submission {
             }
             return id
         }
+    }
+
+    /// A refusal's message for people: the item it names first (`urls.txt line 3: `), in place
+    /// of the daemon's `request N: ` (the index only a script would need).
+    private func message(of error: RPCError) -> String {
+        guard let origin = origin(of: error), case .int(let index)? = error.data?["index"] else { return error.message }
+        let daemonPrefix = "request \(index): "
+        let text =
+            error.message.hasPrefix(daemonPrefix) ? String(error.message.dropFirst(daemonPrefix.count)) : error.message
+        return Self.prefix(origin) + text
     }
 
     /// The item a refusal names (`data.index`, counted from 0 across the whole batch), or nil.
