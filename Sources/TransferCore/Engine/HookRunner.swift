@@ -8,12 +8,12 @@ import Foundation
 /// The command is never built from job data: job data reaches the hook only through stdin and the
 /// environment. Where util-linux's `setpriv` is present the shell is started through it with
 /// `--pdeathsig TERM`, and ``groupKeeper`` then kills the hook's process group, so that a daemon
-/// crash or stop also ends the hook it interrupted, children included (it then runs again after
-/// the restart, exactly once in all). A daemon that stops (SIGTERM, `daemon stop`) ends the hooks
-/// that run (``stopAll()``) and records them as ended by it, 143: they do not run again, so that a
-/// hook that stops the daemon cannot stop every later start too. A hook's shell that exits before
-/// the time bound leaves what it started in the background until the bound, then that is killed
-/// too. Loop-thread only.
+/// crash also ends the hook it interrupted, children included (it then runs again after the
+/// restart, exactly once in all). A daemon that stops (SIGTERM, `daemon stop`) ends the hooks that
+/// run itself (``stopAll()``) and records them as ended by the stop, 143: they do not run again,
+/// so that a hook that stops the daemon cannot stop every later start too. What a hook's shell
+/// leaves running in the background when it exits is killed at the hook's time bound (or at the
+/// stop). Loop-thread only.
 public final class HookRunner {
     /// The longest a hook may run, in seconds; then its process group is killed.
     public static let timeout = 60.0
