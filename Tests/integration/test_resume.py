@@ -209,3 +209,27 @@ def test_kill_9_while_a_206_of_another_version_starts_over_leaves_the_new_versio
     job = daemon.wait_state(id, "completed", timeout=60)
     assert sha256_file(dest) == faultserver.sha256(size, "kc.v2"), "bytes of two versions were spliced"
     assert job["sha256"] == faultserver.sha256(size, "kc.v2")
+
+
+def test_kill_9_right_after_a_changed_file_starts_over_leaves_a_true_history(daemon, faultserver, key):
+    # The resume gets a 200 (If-Range: the file changed) and the part starts over from byte 0; a
+    # crash before the next checkpoint left that attempt at the old version's durable offset.
+    size = 4_000_000
+    dest = daemon.work / "restart-history.bin"
+    url = faultserver.url(size=size, seed="rh", key=key, changeafter=1, slow=400_000)
+    id = daemon.download(url, "-o", dest)
+    wait_until(lambda: daemon.job(id)["bytes"] >= 1_000_000, 30, "a megabyte of the first version")
+    daemon.cli("pause", str(id))
+    paused = daemon.wait_state(id, "paused")["bytes"]
+    assert paused >= 1_000_000
+    daemon.cli("resume", str(id))
+    wait_until(lambda: len(faultserver.log(key)) >= 2, 10, "the resumed request")
+    time.sleep(0.3)
+    daemon.kill9()
+    daemon.start()
+    job = daemon.job(id)
+    crashed = job["history"][1]
+    assert crashed["httpStatus"] == 200, job["history"]
+    assert crashed["bytes"] < paused, f"the attempt that started over claims {crashed['bytes']} bytes: {job['history']}"
+    job = daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, "rh.v2")

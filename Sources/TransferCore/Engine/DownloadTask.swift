@@ -374,6 +374,9 @@ final class DownloadTask: TransferTask {
         plan = nil
         primarySegment = nil
         write(engine.checkpointer.discard(jobId))
+        // The attempt's history follows the row: a crash before the next checkpoint leaves it at
+        // 0 bytes of the new version, not at the old version's durable offset.
+        engine.recordAttemptBytes(jobId, 0)
         _ = part?.truncate(to: 0)
         offset = 0
         bytes = 0
