@@ -190,3 +190,20 @@ def test_an_upload_with_its_own_limit_below_its_share_gets_that_limit_inside_the
     daemon.cli("cancel", str(a), str(b))
     assert 0.85 * 768 * 1024 <= rate_a <= 1.1 * 768 * 1024, f"limited upload {rate_a / 1024:.0f} KiB/s"
     assert 0.85 * 2 * MiB <= rate_a + rate_b <= 1.1 * 2 * MiB, f"together {(rate_a + rate_b) / 1024:.0f} KiB/s"
+
+
+def test_the_rate_shown_under_a_low_limit_never_exceeds_it(daemon, nginx):
+    # The budget lets 16 KiB through at once: the quarter-second sample of that burst showed
+    # 64 KiB/s (and an ETA to match) for a job moving 2 KiB/s.
+    daemon.cli("limit", "--download", "2K", check=0)
+    nginx.make_file("bw/shown.bin", 400 * 1024)
+    id = daemon.download(nginx.url("bw/shown.bin"), "-o", daemon.work / "shown.bin")
+    rates, totals = [], []
+    for _ in range(16):
+        rates.append(daemon.job(id)["rate"])
+        totals.append(daemon.rpc_result("daemon.status")["rate"])
+        time.sleep(0.25)
+    daemon.cli("cancel", str(id))
+    assert max(rates) <= 2048 and max(totals) <= 2048, (rates, totals)
+    # Held back between bursts, it shows the rate the limit gives it, not 0.
+    assert sum(r >= 1024 for r in rates) >= 12, rates

@@ -26,8 +26,25 @@ extension Engine {
 
     func live(_ t: TransferTask) -> LiveProgress {
         LiveProgress(
-            bytes: t.bytes, total: t.total ?? t.record.total, rate: t.rate.value, connections: t.openConnections,
+            bytes: t.bytes, total: t.total ?? t.record.total, rate: shownRate(t), connections: t.openConnections,
             httpStatus: t.lastStatus)
+    }
+
+    /// A transfer's `rate`: the smoothed rate, never above the limits it runs under (its own
+    /// `--limit-rate`, the daemon-wide limit of its direction); while a limit holds it back, the
+    /// rate that limit gives it (its own, or its share of the daemon-wide one). Under a limit of a
+    /// few hundred bytes a second the budget lets 16 KiB through at once and then nothing for
+    /// many samples: the quarter-second samples showed 64 KiB/s, then 0, for a job moving 300 B/s.
+    func shownRate(_ t: TransferTask) -> Double {
+        let own = t.limiter?.rate
+        let shared = (t.isUpload ? bandwidth.upload : bandwidth.download).rate.map { limit in
+            Double(limit) / Double(max(1, tasks.values.lazy.filter { $0.isUpload == t.isUpload }.count))
+        }
+        if t.isHeldByLimit, let limit = [own, shared].compactMap({ $0 }).min() { return limit }
+        var rate = t.rate.value
+        if let own { rate = min(rate, own) }
+        if let all = (t.isUpload ? bandwidth.upload : bandwidth.download).rate { rate = min(rate, Double(all)) }
+        return rate
     }
 
     /// `history` with its running attempt's entry (at `seq`, still open) showing that attempt's

@@ -914,5 +914,15 @@ public final class Engine: AttemptHost {
     public var activeTransfers: Int { tasks.count }
 
     /// Bytes per second of all running transfers together (`daemon.status` `rate`).
-    public var totalRate: Double { tasks.values.reduce(0) { $0 + $1.rate.value } }
+    public var totalRate: Double {
+        var down = 0.0
+        var up = 0.0
+        for t in tasks.values {
+            if t.isUpload { up += shownRate(t) } else { down += shownRate(t) }
+        }
+        // Several transfers under one daemon-wide limit never show more than it together.
+        if let limit = bandwidth.download.rate { down = min(down, Double(limit)) }
+        if let limit = bandwidth.upload.rate { up = min(up, Double(limit)) }
+        return down + up
+    }
 }

@@ -194,7 +194,7 @@ class TransferTask {
     /// window): no byte for a whole window, or fewer bytes than the window has seconds in the last
     /// full window (a trickle that never goes silent). Called by the engine's tick.
     func stalled(now: UInt64, window: UInt64) -> Bool {
-        if easy?.engaged == false || unpauseTimer?.isActive == true {
+        if easy?.engaged == false || isHeldByLimit {
             // Waiting for a free connection to its host (`--max-per-host`), or held back by a
             // rate limit until its budget allows more (16 KiB under a daemon-wide 300 B/s is
             // almost a minute): not a stall.
@@ -397,6 +397,10 @@ class TransferTask {
         shared.take(n, by: ObjectIdentifier(self))
         return true
     }
+
+    /// Whether a rate limit holds the transfer back now (``pace(_:)`` paused it until its budget
+    /// allows more).
+    var isHeldByLimit: Bool { unpauseTimer?.isActive == true }
 
     /// Resumes what ``pace(_:)`` paused (a segmented download resumes each of its connections).
     func resumePaced() {
