@@ -923,6 +923,11 @@ class Handler(socketserver.BaseRequestHandler):
                 return False
             return self.simple(status, body, headers=hs, close=wants_close)
 
+        if q.int("early") and self.faulty:
+            # The final answer before the body is read (a server that does not want it), then
+            # the connection closed with the body unread.
+            finish_record()
+            return self.simple(q.int("respstatus", 201), b"early\n", close=True)
         if expect:
             self.send(b"HTTP/1.1 100 Continue\r\n\r\n")
         drop = q.int("drop") if self.faulty else None

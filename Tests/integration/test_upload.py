@@ -453,3 +453,20 @@ def test_a_relative_upload_source_is_resolved_against_the_working_directory(daem
     job = daemon.wait_state(int(r.out), "completed")
     assert job["destination"] == str(cwd / "rel.bin")
     assert last_upload(faultserver, key)["upload"]["sha256"] == digest
+
+
+@pytest.mark.parametrize("method", ["PUT", "POST"])
+def test_a_final_2xx_before_the_whole_body_was_read_fails_the_job_once_never_sending_it_again(
+        daemon, faultserver, key, method):
+    # The server answered 201 and stopped reading: it acted on the request, and would again.
+    # Sent again, a POST went out --retries + 1 times.
+    src = daemon.work / "early.bin"
+    write_random_file(src, 20 * 1024 * 1024)
+    url = faultserver.url("/upload", key=key, early=1)
+    id = daemon.upload(src, url, "--method", method, "--retries", "3", "--resumable", "off")
+    job = daemon.wait_state(id, "failed", timeout=60)
+    assert job["error"]["code"] == "network" and job["error"]["retryable"] is False, job["error"]
+    assert "not sent again" in job["error"]["message"], job["error"]
+    assert job["httpStatus"] == 201 and job["attempts"] == 1, job
+    time.sleep(1.0)
+    assert len(faultserver.log(key)) == 1, "the request was sent again"

@@ -512,9 +512,15 @@ final class UploadTask: TransferTask {
             return
         }
         if let t = total, bytes != t {
-            complete(
-                failure: TransferError(
-                    .network, "the server answered after \(bytes) of \(t) bytes were sent", retryable: true))
+            // A final 2xx before the whole body was read: the server acted on the request, and
+            // would again. Sent again, a POST went out --retries + 1 times (curl calls it a
+            // success; the job's bytes say otherwise, so it fails, once). A resumable upload asks
+            // the server's offset and sends the rest instead.
+            let resumable = plan?.uploadURL != nil
+            let message =
+                "the server answered \(s) after \(bytes) of \(t) bytes were sent"
+                + (resumable ? "" : " (not sent again: it may have acted on the request)")
+            complete(failure: TransferError(.network, message, retryable: resumable))
             return
         }
         body?.close()
