@@ -37,14 +37,13 @@ extension Engine {
     /// many samples: the quarter-second samples showed 64 KiB/s, then 0, for a job moving 300 B/s.
     func shownRate(_ t: TransferTask) -> Double {
         let own = t.limiter?.rate
-        let shared = (t.isUpload ? bandwidth.upload : bandwidth.download).rate.map { limit in
-            Double(limit) / Double(max(1, tasks.values.lazy.filter { $0.isUpload == t.isUpload }.count))
+        let all = (t.isUpload ? bandwidth.upload : bandwidth.download).rate.map(Double.init)
+        if t.isHeldByLimit {
+            // Its share of the daemon-wide limit: the transfers of its direction split it.
+            let share = all.map { $0 / Double(max(1, tasks.values.lazy.filter { $0.isUpload == t.isUpload }.count)) }
+            if let limit = [own, share].compactMap({ $0 }).min() { return limit }
         }
-        if t.isHeldByLimit, let limit = [own, shared].compactMap({ $0 }).min() { return limit }
-        var rate = t.rate.value
-        if let own { rate = min(rate, own) }
-        if let all = (t.isUpload ? bandwidth.upload : bandwidth.download).rate { rate = min(rate, Double(all)) }
-        return rate
+        return [t.rate.value, own, all].compactMap { $0 }.min() ?? t.rate.value
     }
 
     /// `history` with its running attempt's entry (at `seq`, still open) showing that attempt's

@@ -347,10 +347,13 @@ public final class JobStore {
             for row in open {
                 let at: Double = row[2] ?? fallback
                 let jobId: Int64 = row[0]
+                let seq: Int64 = row[1]
                 if let size = completed[jobId] {
-                    try whole.run([Timestamp.rfc3339(at).databaseValue, size.databaseValue, row[0], row[1]])
+                    try whole.run([
+                        Timestamp.rfc3339(at).databaseValue, size.databaseValue, jobId.databaseValue, seq.databaseValue,
+                    ])
                 } else {
-                    try statement.run([Timestamp.rfc3339(at).databaseValue, row[0], row[1]])
+                    try statement.run([Timestamp.rfc3339(at).databaseValue, jobId.databaseValue, seq.databaseValue])
                 }
             }
         }
