@@ -67,4 +67,16 @@ final class ByteBudgetTests: XCTestCase {
         XCTAssertEqual(small, Double(1 << 20), accuracy: Double(1 << 20) * 0.1, "two without a limit share evenly")
         XCTAssertEqual(large, Double(1 << 20), accuracy: Double(1 << 20) * 0.1)
     }
+
+    /// The level the turns settle at: a transfer limited below it keeps its own limit, the
+    /// others split the rest evenly.
+    func testThatTheFairLevelLeavesALowOwnLimitItsRateAndSplitsTheRest() {
+        let m = 1024.0 * 1024
+        XCTAssertEqual(BandwidthGovernor.fairLevel(of: 2 * m, caps: [nil, nil, 300 * 1024]), (2 * m - 300 * 1024) / 2)
+        XCTAssertEqual(BandwidthGovernor.fairLevel(of: 2 * m, caps: [nil, nil]), m)
+        XCTAssertEqual(
+            BandwidthGovernor.fairLevel(of: 2 * m, caps: [3 * m, nil]), m, "a limit above the level binds nothing")
+        XCTAssertEqual(BandwidthGovernor.fairLevel(of: 2 * m, caps: [100, 200]), 2 * m, "every transfer below it")
+        XCTAssertEqual(BandwidthGovernor.fairLevel(of: 2 * m, caps: []), 2 * m)
+    }
 }

@@ -207,3 +207,27 @@ def test_the_rate_shown_under_a_low_limit_never_exceeds_it(daemon, nginx):
     assert max(rates) <= 2048 and max(totals) <= 2048, (rates, totals)
     # Held back between bursts, it shows the rate the limit gives it, not 0.
     assert sum(r >= 1024 for r in rates) >= 12, rates
+
+
+@pytest.mark.parametrize("direction", ["download", "upload"])
+def test_raising_a_limit_reaches_a_transfer_held_back_at_once(daemon, nginx, faultserver, key, direction):
+    # Held back under 300 B/s, a transfer waited for the wake-up worked out at that rate (16 KiB
+    # is almost a minute), whatever limit came next.
+    daemon.cli("limit", f"--{direction}", "300", check=0)
+    size = 400 * 1024
+    if direction == "download":
+        nginx.make_file("bw/raise.bin", size)
+        id = daemon.download(nginx.url("bw/raise.bin"), "-o", daemon.work / "raise.bin")
+    else:
+        src = daemon.work / "raise.bin"
+        write_random_file(src, size)
+        id = daemon.upload(src, faultserver.url("/upload", key=key), "--resumable", "off")
+    wait_until(lambda: daemon.job(id)["bytes"] > 0, 20, "the first burst")
+    time.sleep(1.0)
+    held = daemon.job(id)
+    assert held["state"] == "running" and held["bytes"] < size, held
+    t0 = time.monotonic()
+    daemon.cli("limit", f"--{direction}", "8M", check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert time.monotonic() - t0 < 8, f"the raised limit reached it after {time.monotonic() - t0:.1f} s"
+    assert job["attempts"] == 1, job

@@ -517,6 +517,13 @@ def test_output_that_cannot_be_written_is_exit_23_never_a_silent_success(daemon,
                        pass_fds=(), preexec_fn=lambda: os.close(1))
     assert r.returncode == 23 and "cannot write the output" in r.stderr, r
     assert len(daemon.jobs()) == before + 1
+    # A command that prints nothing there is not failed by a closed stdout.
+    done = daemon.download(faultserver.url(key=key + "d", size=10), "-o", str(daemon.work / "d.bin"))
+    daemon.wait_state(done, "completed")
+    r = subprocess.run([daemon.cli_exe, "wait", str(done), "--home", str(daemon.home), "--no-autostart"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=30, env=daemon.env,
+                       preexec_fn=lambda: os.close(1))
+    assert r.returncode == 0, r
     # A reader that goes away ends it by SIGPIPE, as any command of a pipeline.
     p = subprocess.Popen([daemon.cli_exe, "list", "--json", "--home", str(daemon.home), "--no-autostart"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=daemon.env)

@@ -39,6 +39,21 @@ final class BandwidthGovernor {
         upload.setRate(limits.upload, now: now)
     }
 
+    /// The max-min fair level of `limit` among transfers whose own limits are `caps` (nil: none):
+    /// the level `s` with Σ min(cap, s) = `limit`. A transfer's share is the least of its own
+    /// limit and `s` (what the byte budget's turns give it).
+    static func fairLevel(of limit: Double, caps: [Double?]) -> Double {
+        var rest = limit
+        var uncapped = caps.count
+        for cap in caps.compactMap({ $0 }).sorted() {
+            let level = rest / Double(max(1, uncapped))
+            if cap >= level { return level }
+            rest -= cap
+            uncapped -= 1
+        }
+        return uncapped > 0 ? rest / Double(uncapped) : limit
+    }
+
     /// The limits in force now.
     var inForce: LimitsInForce {
         LimitsInForce(download: download.rate, upload: upload.rate, schedule: limits.schedule?.text)

@@ -39,8 +39,12 @@ extension Engine {
         let own = t.limiter?.rate
         let all = (t.isUpload ? bandwidth.upload : bandwidth.download).rate.map(Double.init)
         if t.isHeldByLimit {
-            // Its share of the daemon-wide limit: the transfers of its direction split it.
-            let share = all.map { $0 / Double(max(1, tasks.values.lazy.filter { $0.isUpload == t.isUpload }.count)) }
+            // Its share of the daemon-wide limit, as the budget's turns split it among the
+            // transfers of its direction (one with a lower limit of its own leaves the rest).
+            let share = all.map { limit in
+                let caps = tasks.values.filter { $0.isUpload == t.isUpload }.map { $0.limiter?.rate }
+                return BandwidthGovernor.fairLevel(of: limit, caps: caps)
+            }
             if let limit = [own, share].compactMap({ $0 }).min() { return limit }
         }
         return [t.rate.value, own, all].compactMap { $0 }.min() ?? t.rate.value

@@ -753,7 +753,9 @@ public final class Engine: AttemptHost {
         let now = loop.nowMillis
         if now &- lastScheduleCheck >= Self.scheduleCheckInterval {
             lastScheduleCheck = now
+            let before = bandwidth.inForce
             bandwidth.refresh(now: now)
+            if bandwidth.inForce != before { wakeTransfersHeldByLimits() }
             // Living on the reserve cuts the log after every commit: back to normal commits as
             // soon as the home has room, not only at the next request that changes a job.
             if onReserve { restoreReserve(free: DiskSpace.available(at: storeDirectory) ?? .max) }
@@ -899,6 +901,7 @@ public final class Engine: AttemptHost {
             try ensureStoreWritable()
             do { try store.saveLimits(next) } catch { throw storeFailure(error) }
             bandwidth.set(next, now: loop.nowMillis)
+            wakeTransfersHeldByLimits()
             let f = bandwidth.inForce
             Log.info(
                 "limits: download \(f.download.map(String.init) ?? "off"), upload \(f.upload.map(String.init) ?? "off"), schedule \(f.schedule ?? "none")"
@@ -912,6 +915,12 @@ public final class Engine: AttemptHost {
 
     /// Transfers running now (`daemon.status` `active`).
     public var activeTransfers: Int { tasks.count }
+
+    /// New limits are in force: every transfer held back asks its budget again now, rather than
+    /// at the time worked out at the old rate (16 KiB at 300 B/s is almost a minute).
+    private func wakeTransfersHeldByLimits() {
+        for t in tasks.values where t.isHeldByLimit { t.wakeFromLimit() }
+    }
 
     /// Bytes per second of all running transfers together (`daemon.status` `rate`).
     public var totalRate: Double {

@@ -402,6 +402,14 @@ class TransferTask {
     /// allows more).
     var isHeldByLimit: Bool { unpauseTimer?.isActive == true }
 
+    /// Ends a hold of ``pace(_:)`` now (the limits changed): the transfer is resumed and asks its
+    /// budgets again with its next bytes.
+    func wakeFromLimit() {
+        guard isHeldByLimit, phase == .transferring else { return }
+        unpauseTimer?.stop()
+        resumePaced()
+    }
+
     /// Resumes what ``pace(_:)`` paused (a segmented download resumes each of its connections).
     func resumePaced() {
         if let easy { engine.multi.unpause(easy) }

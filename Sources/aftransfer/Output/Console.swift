@@ -71,7 +71,7 @@ enum Console {
         Array(text.utf8).withUnsafeBytes { write(bytes: $0, to: stream) }
     }
 
-    /// The error of the first write to stdout that failed (a full disk, a closed descriptor), if
+    /// The error of the first write to stdout that failed (a full disk, a closed stdout), if
     /// any: the command then exits ``CLIFailure/outputLost`` (``AFTransfer/main()``), so that
     /// `id=$(aftransfer download …)` or `list --json > file` never passes for a success with its
     /// output lost.
@@ -83,9 +83,13 @@ enum Console {
     static func reserveStandardDescriptors() {
         for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
             _ = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY)  // the lowest free: this one
-            if fd == 1 { stdoutError = EBADF }
+            if fd == 1 { stdoutClosed = true }
         }
     }
+
+    /// Whether stdout was closed when the command started: the first write to it fails
+    /// (`EBADF`); a command that prints nothing there (`wait`) is not failed by it.
+    nonisolated(unsafe) private static var stdoutClosed = false
 
     /// Writes `bytes` as they are (say, a JSON result copied from the daemon), unbuffered.
     ///
@@ -94,6 +98,7 @@ enum Console {
     /// kept for the exit status, and the rest of the output is not written.
     static func write(bytes: UnsafeRawBufferPointer, to stream: Stream) {
         guard let base = bytes.baseAddress else { return }
+        if stream == .stdout, stdoutClosed, stdoutError == nil { stdoutError = EBADF }
         if stream == .stdout, stdoutError != nil { return }
         var offset = 0
         while offset < bytes.count {
