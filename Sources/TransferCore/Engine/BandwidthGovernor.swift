@@ -34,9 +34,13 @@ final class BandwidthGovernor {
     }
 
     /// Re-reads the schedule (called every second or so by the engine's tick).
-    func refresh(now: UInt64) {
+    /// - Returns: whether a rate in force changed.
+    @discardableResult
+    func refresh(now: UInt64) -> Bool {
+        let before = (download.rate, upload.rate)
         download.setRate(limits.downloadRate(at: clock(), timeZone: timeZone), now: now)
         upload.setRate(limits.upload, now: now)
+        return before != (download.rate, upload.rate)
     }
 
     /// The max-min fair level of `limit` among transfers whose own limits are `caps` (nil: none):

@@ -89,11 +89,12 @@ extension Engine {
             started: { Log.info("running the \(which)'s on-end hook (\(state))", job: id) }
         ) { [weak self] owner, result, timedOut in
             guard let self else { return }
-            let why =
-                timedOut
-                ? " (killed after \(Int(HookRunner.timeout)) s)"
-                : self.shuttingDown && result.exitStatus == HookRunner.stoppedStatus
-                    ? " (ended by the daemon's stop)" : ""
+            var why = ""
+            if timedOut {
+                why = " (killed after \(Int(HookRunner.timeout)) s)"
+            } else if self.shuttingDown && result.exitStatus == HookRunner.stoppedStatus {
+                why = " (ended by the daemon's stop)"
+            }
             Log.info("\(which)'s on-end hook exited \(result.exitStatus)\(why)", job: id)
             switch owner {
             case .owed(let owedId):

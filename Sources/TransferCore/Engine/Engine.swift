@@ -753,9 +753,7 @@ public final class Engine: AttemptHost {
         let now = loop.nowMillis
         if now &- lastScheduleCheck >= Self.scheduleCheckInterval {
             lastScheduleCheck = now
-            let before = bandwidth.inForce
-            bandwidth.refresh(now: now)
-            if bandwidth.inForce != before { wakeTransfersHeldByLimits() }
+            if bandwidth.refresh(now: now) { wakeTransfersHeldByLimits() }
             // Living on the reserve cuts the log after every commit: back to normal commits as
             // soon as the home has room, not only at the next request that changes a job.
             if onReserve { restoreReserve(free: DiskSpace.available(at: storeDirectory) ?? .max) }

@@ -170,7 +170,7 @@ public final class HookRunner {
     /// finished hooks left running is killed too.
     func stopAll() {
         stopped = true
-        let slots = running.values.sorted { "\($0.owner)" < "\($1.owner)" }
+        let slots = Array(running.values)
         running = [:]
         for slot in slots {
             let output = slot.runner?.abandon() ?? []

@@ -259,10 +259,10 @@ public final class RPCServer {
     /// calls `done`. A client that does not read loses what is left after the budget.
     public func close(flushingFor budget: UInt64 = RPCServer.flushBudget, then done: @escaping () -> Void) {
         stopAccepting()
-        let deadline = Timestamp.now() + Double(budget) / 1000
+        let deadline = loop.nowMillis + budget
         let poll = LoopTimer(loop: loop)
         func check() {
-            if connections.values.contains(where: \.hasPendingOutput) && Timestamp.now() < deadline { return }
+            if connections.values.contains(where: \.hasPendingOutput) && loop.nowMillis < deadline { return }
             poll.close()
             close()
             done()

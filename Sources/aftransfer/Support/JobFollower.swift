@@ -87,13 +87,9 @@ final class JobFollower {
             switch event {
             case .progress(let job):
                 // A progress event read before a poll's answer may be older than it.
-                if let i = index[job.id] {
-                    if !jobs[i].state.isFinal { record(job) }
-                } else {
-                    join(job)
-                }
+                if index[job.id].map({ !jobs[$0].state.isFinal }) ?? true { record(job) }
             case .state(let job):
-                if index[job.id] == nil { join(job) } else { record(job) }
+                record(job)
             case .removed(let job):
                 removed(job.id)
             case .notification:
@@ -146,7 +142,7 @@ final class JobFollower {
     static let pollBatch = 64
 
     private func record(_ job: JobSnapshot) {
-        guard let i = index[job.id] else { return }
+        guard let i = index[job.id] else { return join(job) }
         if !jobs[i].state.isFinal && !gone.contains(job.id) && job.state.isFinal { open -= 1 }
         if jobs[i].state.isFinal && !job.state.isFinal { open += 1 }
         jobs[i] = job
@@ -156,7 +152,7 @@ final class JobFollower {
     /// A job an event told of that is not followed: followed from now on if it has not ended and
     /// new jobs are followed.
     private func join(_ job: JobSnapshot) {
-        guard followsNewJobs, !job.state.isFinal, index[job.id] == nil else { return }
+        guard followsNewJobs, !job.state.isFinal else { return }
         index[job.id] = jobs.count
         jobs.append(job)
         heard[job.id] = Self.now()
