@@ -39,6 +39,23 @@ final class CurlCommandRendererTests: XCTestCase {
         XCTAssertFalse(render("http://example.com/f").contains("--proto-redir"))
     }
 
+    /// The job retries 8 times unless told otherwise; curl alone never would, so the default shows.
+    func testThatTheRetriesShowWhenTheyAreTheDefault() {
+        var req = TransferRequest(url: "http://example.com/f")
+        func render() -> String {
+            CurlCommandRenderer.render(
+                JobRecord(
+                    id: 1, kind: .download, url: req.url, method: "GET", state: .queued, request: req,
+                    destination: "/tmp/f", durableBytes: 0, total: nil, etag: nil, lastModified: nil, attempts: 0,
+                    retriesUsed: 0, httpStatus: nil, error: nil, waitReason: nil, nextRetryAt: nil, priority: 0,
+                    finalizing: false, sha256: nil, sourceSize: nil, sourceMtime: nil, response: nil, history: [],
+                    createdAt: 0, updatedAt: 0, completedAt: nil))
+        }
+        XCTAssertTrue(render().contains(" --retry 8 "), render())
+        req.retries = 0
+        XCTAssertTrue(render().contains(" --retry 0 "), render())
+    }
+
     func testThatShellWordsWithSpacesAndQuotesAreQuoted() {
         XCTAssertEqual(CurlCommandRenderer.quote("a b"), "'a b'")
         XCTAssertEqual(CurlCommandRenderer.quote("it's"), "'it'\\''s'")

@@ -95,6 +95,21 @@ def test_a_list_that_cannot_be_read_is_refused_with_the_reason(daemon, name, rea
     assert_refused(daemon, r, mention=f"cannot read the list {daemon.work / name}: {reason}")
 
 
+def test_a_list_that_is_not_utf8_is_refused_naming_its_line(daemon, faultserver, key):
+    lst = daemon.work / "list.txt"
+    good = faultserver.url(key=key).encode()
+    lst.write_bytes(good + b"\tone\n" + good + b"\ttwo\n\n" + good + b"\tcaf\xe9\n")
+    r = daemon.cli("download", "-i", lst, "-d", daemon.work)
+    assert_refused(daemon, r, mention=f"{lst} line 4: not UTF-8 text")
+
+
+def test_one_digest_for_a_whole_list_is_refused(daemon, faultserver, key):
+    lst = daemon.work / "list.txt"
+    lst.write_text(f"{faultserver.url(key=key)}\tone\n{faultserver.url(key=key + 'b')}\ttwo\n")
+    r = daemon.cli("download", "-i", lst, "-d", daemon.work, "--sha256", "a" * 64)
+    assert_refused(daemon, r, mention="--sha256 cannot be used with -i")
+
+
 @pytest.mark.parametrize("option", ["--cacert", "--pin-cert"])
 def test_a_certificate_file_without_a_pem_certificate_is_refused_at_once(daemon, faultserver, key, option):
     not_pem = daemon.work / "not.pem"

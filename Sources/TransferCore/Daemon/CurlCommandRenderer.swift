@@ -72,7 +72,8 @@ public enum CurlCommandRenderer {
             args += ["--user", comps.password == nil ? "\(name):" : "\(name):***"]
         }
         if let rate = req.limitRate { args += ["--limit-rate", rate] }
-        if let retries = req.retries { args += ["--retry", "\(retries)"] }
+        // The job's retries, its default included: curl alone would not retry at all.
+        args += ["--retry", "\(req.retries ?? RetryPolicy.defaultRetryLimit)"]
         if let c = req.cacert { args += ["--cacert", c] }
         if let p = req.pinPubkey { args += ["--pinnedpubkey", p] }
         if req.insecure == true { args.append("--insecure") }

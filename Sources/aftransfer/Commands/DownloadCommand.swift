@@ -66,6 +66,10 @@ struct DownloadCommand: ParsableCommand {
                 throw ValidationError("-o cannot be used with -i; name files in the list with URL<TAB>FILE.")
             }
             if url != nil { throw ValidationError("give either a URL or -i LIST, not both.") }
+            if sha256 != nil {
+                // One digest cannot be every file's; a list would fail all its jobs but one.
+                throw ValidationError("--sha256 cannot be used with -i; it is the digest of one file.")
+            }
         } else if url == nil {
             throw ValidationError("missing URL (or -i LIST).")
         }

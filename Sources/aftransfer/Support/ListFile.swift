@@ -100,9 +100,20 @@ struct ListFile {
             }
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw CLIFailure.usage("the list \(path) is not UTF-8 text")
+            let origin = path == "-" ? "stdin" : path
+            throw CLIFailure.usage("\(origin) line \(firstLineNotUTF8(data)): not UTF-8 text")
         }
         return ListFile(text: text)
+    }
+
+    /// The number (from 1) of the first line of `data` that is not UTF-8.
+    static func firstLineNotUTF8(_ data: Data) -> Int {
+        var line = 1
+        for piece in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            if String(validating: piece, as: UTF8.self) == nil { return line }
+            line += 1
+        }
+        return line  // not reached for data that is not UTF-8: a newline never splits a character
     }
 
     /// The target files named by the list (`URL<TAB>FILE`, relative to `directory`), or nil for
