@@ -261,6 +261,21 @@ final class JobMachineTests: XCTestCase {
         else { return XCTFail("a range asked for again after an error that is not retryable") }
     }
 
+    /// Ranges that failed spent their retries; an attempt that ended before asking for them again
+    /// waits for the retry they paid for, without spending one more (it failed with one left).
+    func testThatAnAttemptEndedByRangesThatSpentTheirRetriesWaitsWithoutSpendingAnother() throws {
+        let network = TransferError(.network, "reset", retryable: true)
+        let spent = AttemptResult.failed(network, retryAfter: nil, retrySpent: true)
+        let t = try XCTUnwrap(success(apply(.attemptEnded(spent), job(.running, retriesUsed: 8))))
+        XCTAssertEqual(t.patch.state, .waiting)
+        XCTAssertNil(t.patch.retriesUsed, "no retry spent twice")
+        let second = try XCTUnwrap(success(apply(.attemptEnded(spent), job(.running, retriesUsed: 2))))
+        guard case .armRetryTimer(let at)? = second.actions.first else { return XCTFail("\(second.actions)") }
+        XCTAssertEqual(at, now + 1, "the second retry's backoff, not the third's")
+        let notRetryable = AttemptResult.failed(TransferError(.httpStatus, "404"), retryAfter: nil, retrySpent: true)
+        XCTAssertEqual(try XCTUnwrap(success(apply(.attemptEnded(notRetryable), job(.running)))).patch.state, .failed)
+    }
+
     func testThatAFinishingJobRefusesEveryCommand() {
         // The engine holds a command on a finishing job until its file is in place or the
         // attempt failed (``Engine/control(_:ids:deleteFiles:answer:)``); the machine refuses

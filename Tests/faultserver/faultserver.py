@@ -679,7 +679,13 @@ class Handler(socketserver.BaseRequestHandler):
         if change_after is not None and self.n > change_after:
             # A new version from request changeafter+1 on (validators change too).
             eff_seed, generation = f"{seed}.v2", 2
-        etag = None if q.has("etag") and not q.flag("etag") else etag_for(size, eff_seed)
+        etag_size, etag_seed = size, eff_seed
+        shrink_after = q.int("shrinkafter")
+        if shrink_after is not None and self.n > shrink_after:
+            # From request shrinkafter+1 on the file is shorter (shrinkto bytes) and its bytes
+            # differ, but the validators stay the first version's: an inconsistent server.
+            size, eff_seed = q.int("shrinkto", size // 2), f"{seed}.short"
+        etag = None if q.has("etag") and not q.flag("etag") else etag_for(etag_size, etag_seed)
         if etag and q.flag("weaketag"):
             etag = "W/" + etag
         lastmod = None

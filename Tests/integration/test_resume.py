@@ -137,6 +137,22 @@ def test_a_part_that_is_already_whole_is_verified_on_416_not_failed(daemon, faul
     assert job["bytes"] == size
 
 
+def test_a_416_that_contradicts_the_known_length_starts_over_instead_of_completing_short(daemon, faultserver, key):
+    # The first answer said 3,000,000 bytes; after the cut, a 416 says the file has as many bytes
+    # as the part (under the same validators). The part is not whole: the download starts over.
+    size, short = 3_000_000, 800_000
+    dest = daemon.work / "shrunk.bin"
+    url = faultserver.url(size=size, seed="sh", key=key, drop=short, times=1, shrinkafter=1, shrinkto=short)
+    id = daemon.download(url, "-o", dest)
+    job = daemon.wait_state(id, "completed", timeout=60)
+    log = faultserver.log(key)
+    assert log[1]["range"] == f"bytes={short}-" and log[1]["status"] == 416, log[1]
+    assert log[-1]["range"] is None and log[-1]["status"] == 200, log[-1]
+    assert sha256_file(dest) == faultserver.sha256(short, "sh.short"), "a short part was taken as the whole file"
+    assert job["total"] == short and job["bytes"] == short
+    assert any("is now 800000 bytes, not 3000000" in (h["error"] or {}).get("message", "") for h in job["history"]), job
+
+
 def test_a_paused_job_survives_a_daemon_restart_and_stays_paused(daemon, faultserver, key):
     size = 400_000
     dest = daemon.work / "pr.bin"

@@ -182,6 +182,21 @@ def test_a_failing_range_is_asked_for_at_most_retries_plus_one_times(daemon, fau
         assert failed.count(r) <= 2, f"{r} asked for {failed.count(r)} times with --retries 1: {failed}"
 
 
+def test_ranges_cut_all_at_once_spend_their_retries_once_and_the_next_attempt_resumes_them(daemon, faultserver, key):
+    # Both connections cut at once with --retries 2: each cut range spends one retry, and the
+    # attempt that ends with nothing at work is what they paid for. The last cut was counted a
+    # second time at the attempt's end, and the job failed with a retry left.
+    size = 4 * MiB
+    url = faultserver.url(size=size, seed="cut2", key=key, slow=MiB, drop=300_000, times=2)
+    id = daemon.download(url, "-x", "2", "--retries", "2", "-o", daemon.work / "cut2.bin")
+    job = daemon.wait_state(id, "completed", timeout=60)
+    assert job["attempts"] == 2, job
+    assert sha256_file(daemon.work / "cut2.bin") == faultserver.sha256(size, "cut2")
+    log = faultserver.log(key)
+    assert len(log) == 4 and all(e["range"] not in (None, "bytes=0-") for e in log[2:]), \
+        [(e["range"], e["status"]) for e in log]
+
+
 def test_a_range_answered_404_ends_the_attempt_instead_of_asking_again(daemon, faultserver, key):
     # A status that is not retryable (SPEC: other statuses are not) fails the job at once.
     size = 8 * MiB

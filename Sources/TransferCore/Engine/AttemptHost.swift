@@ -45,8 +45,9 @@ protocol AttemptHost: AnyObject {
 public enum AttemptOutcome {
     /// The transfer finished and was verified; the digest of the file or payload.
     case completed(sha256: String)
-    /// The attempt failed; `retryAfter` is the server's `Retry-After`, in seconds.
-    case failed(TransferError, retryAfter: Double?)
+    /// The attempt failed; `retryAfter` is the server's `Retry-After`, in seconds. `retrySpent`
+    /// as in ``AttemptResult/failed(_:retryAfter:retrySpent:)``.
+    case failed(TransferError, retryAfter: Double?, retrySpent: Bool = false)
 }
 
 /// Where one attempt is in its life: the states that replace a set of flags.

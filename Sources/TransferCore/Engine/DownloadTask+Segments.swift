@@ -147,11 +147,14 @@ extension DownloadTask {
             plan = p
             busy.insert(start)
             startConnection(start)
+            // A range asked for after a failure: the retry it spent is used.
+            rangeRetriesUnused = max(0, rangeRetriesUnused - 1)
         }
         plan = p
         if busy.isEmpty && !p.isComplete {
             complete(
-                failure: lastConnectionError ?? TransferError(.network, "no connection for a range", retryable: true))
+                failure: lastConnectionError ?? TransferError(.network, "no connection for a range", retryable: true),
+                retrySpent: rangeRetriesUnused > 0)
         }
     }
 
@@ -273,6 +276,7 @@ extension DownloadTask {
             endForRanges()
             return false
         }
+        rangeRetriesUnused += 1
         let policy = RetryPolicy(retryLimit: record.request.retries ?? RetryPolicy.defaultRetryLimit)
         let wait = policy.delay(forRetry: connectionFailures, retryAfter: retryAfter, jitter: engine.retryJitter())
         let until = engine.loop.nowMillis + UInt64(max(0, wait) * 1000)
@@ -285,7 +289,7 @@ extension DownloadTask {
         if let status = lastConnectionStatus { noteFinalStatus(status) }
         complete(
             failure: lastConnectionError ?? TransferError(.network, "ranges kept failing", retryable: true),
-            retryAfter: lastConnectionRetryAfter)
+            retryAfter: lastConnectionRetryAfter, retrySpent: rangeRetriesUnused > 0)
     }
 
     /// Stops every connection and starts over from byte 0 on one (bytes of two versions are

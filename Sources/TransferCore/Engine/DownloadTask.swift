@@ -62,6 +62,9 @@ final class DownloadTask: TransferTask {
     var pumpTimer: LoopTimer?
     /// Failed further connections, and the last one's error.
     var connectionFailures = 0
+    /// Retries spent by failed ranges (``rangeFailed(_:retryAfter:)``) whose ranges were not asked
+    /// for again yet: if the attempt ends first, the next attempt is what they paid for.
+    var rangeRetriesUnused = 0
     /// The last failed further connection's error.
     var lastConnectionError: TransferError?
     /// The `Retry-After` (seconds) of the last failed range request, if it had one.
@@ -228,15 +231,26 @@ final class DownloadTask: TransferTask {
             return
         }
         if s == 416 && offset > 0 {
-            let remote = contentRange()?.total ?? record.total
-            if remote == offset {
+            // The part is whole when the file's length (stated, else the one known) is the part's,
+            // and a stated length does not contradict the one the part's bytes came with.
+            let stated = contentRange()?.total
+            let known = record.total
+            let remote = stated ?? known
+            if remote == offset && (stated == nil || known == nil || stated == known) {
                 wholeAlready = true
                 total = remote
             } else {
-                // The part is longer than the remote file: its content changed.
+                // The remote file changed (or the server will not serve the rest): start over.
+                let why: String
+                if let stated, let known, stated != known {
+                    why = "the remote file is now \(stated) bytes, not \(known)"
+                } else if let remote, remote > offset {
+                    why = "the server refused the rest of a \(remote)-byte file"
+                } else {
+                    why = "the remote file is shorter than the part"
+                }
                 resetToZero()
-                abortError = TransferError(
-                    .httpStatus, "HTTP 416: the remote file is shorter than the part; starting over", retryable: true)
+                abortError = TransferError(.httpStatus, "HTTP 416: \(why); starting over", retryable: true)
             }
             return
         }

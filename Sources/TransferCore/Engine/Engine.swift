@@ -689,7 +689,7 @@ public final class Engine: AttemptHost {
             closeHistory(task, error: nil)
             dispatch(id, .attemptEnded(.completed(sha256: digest, bytes: task.bytes)))
             Log.info("completed: \(task.bytes) bytes, sha256 \(digest)", job: id)
-        case .failed(var err, let retryAfter):
+        case .failed(var err, let retryAfter, let retrySpent):
             if task is DownloadTask, err.code != .checksum { lastBytes[id] = task.bytes }
             if task.failedOnReusedConnection { freshConnectionNext.insert(id) }
             if err.code == .diskFull {
@@ -706,7 +706,7 @@ public final class Engine: AttemptHost {
                 err.message = "waiting for \(need.text) free on \(need.path): \(err.message)"
             }
             closeHistory(task, error: err)
-            dispatch(id, .attemptEnded(.failed(err, retryAfter: retryAfter)))
+            dispatch(id, .attemptEnded(.failed(err, retryAfter: retryAfter, retrySpent: retrySpent)))
             Log.info("attempt ended: \(err.code.rawValue): \(err.message)", job: id)
         }
     }

@@ -38,8 +38,10 @@ public enum JobEvent: Equatable, Sendable {
 public enum AttemptResult: Equatable, Sendable {
     /// Verified and in place: the digest and the size.
     case completed(sha256: String, bytes: Int64)
-    /// Failed; `retryAfter` is the server's `Retry-After` in seconds.
-    case failed(TransferError, retryAfter: Double?)
+    /// Failed; `retryAfter` is the server's `Retry-After` in seconds. `retrySpent`: the retry
+    /// that the next attempt is was spent already (a segmented download's range failed, and the
+    /// attempt ended before asking for it again: ``JobEvent/rangeFailed(_:)``).
+    case failed(TransferError, retryAfter: Double?, retrySpent: Bool = false)
 }
 
 /// Why the engine stops a running attempt.
@@ -167,8 +169,8 @@ public enum JobMachine {
             let hook = ending(&p, job, ctx)
             return .success(JobTransition(patch: p, actions: [.notify, .schedule] + hook))
 
-        case (.attemptEnded(.failed(let error, let retryAfter)), .running):
-            return .success(failed(job, error, retryAfter: retryAfter, ctx))
+        case (.attemptEnded(.failed(let error, let retryAfter, let retrySpent)), .running):
+            return .success(failed(job, error, retryAfter: retryAfter, retrySpent: retrySpent, ctx))
 
         case (.pause, .running):
             p.state = .paused
@@ -304,9 +306,9 @@ public enum JobMachine {
     }
 
     /// A failed attempt: wait for space, wait for the network, wait on a retry timer, or fail.
-    private static func failed(_ job: JobFacts, _ error: TransferError, retryAfter: Double?, _ ctx: MachineContext)
-        -> JobTransition
-    {
+    private static func failed(
+        _ job: JobFacts, _ error: TransferError, retryAfter: Double?, retrySpent: Bool, _ ctx: MachineContext
+    ) -> JobTransition {
         var p = JobPatch()
         if error.code == .diskFull && job.kind == .upload && job.retryLimit == 0 {
             // Waiting for space would send the upload again (its response file is what did not
@@ -338,11 +340,12 @@ public enum JobMachine {
             p.nextRetryAt = .some(nil)
             return JobTransition(patch: p, actions: [.notify, .schedule])
         }
-        if error.retryable && policy.shouldRetry(error: error, retriesUsed: job.retriesUsed) {
-            let k = job.retriesUsed + 1
+        if error.retryable && (retrySpent || policy.shouldRetry(error: error, retriesUsed: job.retriesUsed)) {
+            // A retry spent on a range not asked for again is this one: it is not counted twice.
+            let k = retrySpent ? max(1, job.retriesUsed) : job.retriesUsed + 1
             let at = ctx.now + policy.delay(forRetry: k, retryAfter: retryAfter, jitter: ctx.jitter)
             p.state = .waiting
-            p.retriesUsed = k
+            if !retrySpent { p.retriesUsed = k }
             p.error = .some(error)
             p.waitReason = .some(.backoff)
             p.nextRetryAt = .some(at)

@@ -324,12 +324,12 @@ class TransferTask {
 
     /// Ends the attempt with an error; `retryAfter` is the server's wait in seconds when another
     /// response than this task's last one asked for it (a range's), else that response's own.
-    func complete(failure: TransferError, retryAfter given: Double? = nil) {
+    func complete(failure: TransferError, retryAfter given: Double? = nil, retrySpent: Bool = false) {
         guard phase != .ended else { return }
         let retryAfter = given ?? RetryPolicy.retryAfter(status: status, value: header("retry-after"))
         if phase == .transferring, let e = easy { engine.multi.remove(e) }
         phase = .finishing
-        failed(failure) { self.report(.failed(failure, retryAfter: retryAfter)) }
+        failed(failure) { self.report(.failed(failure, retryAfter: retryAfter, retrySpent: retrySpent)) }
     }
 
     /// Tells the engine once, unless it stopped the attempt meanwhile.
