@@ -68,6 +68,26 @@ final class ResumableUploadPlanTests: XCTestCase {
         XCTAssertEqual(p.appendLimit, 300)
     }
 
+    /// An answer before the body's end says nothing of what the server kept: its offset is asked
+    /// (and, should it keep doing that, more and more slowly, as after 409s), never taken as whole.
+    func testThatAnAnswerBeforeTheBodyEndedAsksTheOffsetAsAfterA409() {
+        var p = plan()
+        _ = p.first()
+        XCTAssertTrue(
+            p.interim(response(104, ["location": "/res/7", "upload-draft-interop-version": "8"])))
+        let ask = sent(p.answeredBeforeTheBodyEnded())
+        XCTAssertEqual(ask?.purpose, .offset)
+        XCTAssertEqual(ask?.method, "HEAD")
+        XCTAssertEqual(ask?.url, "http://h.example/res/7")
+        XCTAssertEqual(p.offset, 0, "nothing acknowledged")
+        for _ in 1..<ResumableUploadPlan.maxConflictsInARow { _ = sent(p.answeredBeforeTheBodyEnded()) }
+        guard case .sendAfter(_, let seconds) = p.answeredBeforeTheBodyEnded() else { return XCTFail() }
+        XCTAssertEqual(seconds, ResumableUploadPlan.firstConflictDelay)
+        var plain = plan()
+        _ = plain.first()
+        guard case .failed = plain.answeredBeforeTheBodyEnded() else { return XCTFail("no upload URL to ask") }
+    }
+
     func testThatAServerWithout104CompletesAsAPlainUploadOrFailsWithTheStatus() {
         var p = plan()
         _ = p.first()

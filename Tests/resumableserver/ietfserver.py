@@ -19,6 +19,8 @@ Knobs, in the creation request's query (they stay with the upload):
   expire=404|410  after a cut connection, the upload is gone: its URL answers 404 or 410
   rate=B        read the body at about B bytes per second
   fail5xx=N     the first N HEADs get 503
+  early=A,B,... once the upload holds A bytes (then B, ...), stop reading the request's body and
+                answer it 200 with no upload header (Connection: close), once each
 
 An offset query (HEAD) or a new append ends any append still being read for that upload (a client
 that asks has given the old request up; the server may not have seen its connection close yet): the
@@ -114,6 +116,23 @@ class Handler(BaseHTTPRequestHandler):
                         if want == 0:
                             up["knobs"]["stall"] = None
                             stall = True
+                early = False
+                with LOCK:
+                    if up["knobs"]["early"]:
+                        want = min(want, max(0, up["knobs"]["early"][0] - up["offset"]))
+                        if want == 0:
+                            up["knobs"]["early"].pop(0)
+                            early = True
+                if early:
+                    # A final answer before the body's end, saying nothing of what was kept.
+                    f.flush()
+                    self.close_connection = True
+                    self.reply(200, {"Connection": "close", "Content-Type": "text/plain"}, b"done early")
+                    self.wfile.flush()
+                    # A moment before closing: the client reads the answer (a close with its body
+                    # unread resets the connection, and may throw the answer away with it).
+                    time.sleep(0.3)
+                    return False
                 if stall:
                     f.flush()
                     time.sleep(6)
@@ -200,7 +219,8 @@ class Handler(BaseHTTPRequestHandler):
             knobs = KNOBS.setdefault(key, {
                 "drops": [int(x) for x in q.get("drop", "").split(",") if x],
                 "conflicts": int(q.get("conflict", "0")), "fail5xx": int(q.get("fail5xx", "0")),
-                "stall": int(q["stall"]) if "stall" in q else None})
+                "stall": int(q["stall"]) if "stall" in q else None,
+                "early": [int(x) for x in q.get("early", "").split(",") if x]})
             up = {"id": uid, "key": key, "path": path, "offset": 0, "received": 0, "complete": False,
                   "deleted": False, "generation": 0,
                   "gone": None, "sha256": None, "length": None, "limit": int(q["limit"]) if "limit" in q else None,

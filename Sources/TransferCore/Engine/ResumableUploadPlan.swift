@@ -261,10 +261,7 @@ struct ResumableUploadPlan: Equatable {
         case 404, 410:
             return startOver(s)
         case 409:
-            conflicts += 1
-            let ask = remember(offsetRequest())
-            let wait = Self.conflictDelay(after: conflicts)
-            return wait > 0 ? .sendAfter(ask, seconds: wait) : .send(ask)
+            return askOffsetAgain()
         case 413:
             let learnt = Self.maxAppendSize(response.headers["upload-limit"])
             guard let limit = learnt, limit > 0, limit < (request.bodyLength ?? 0) else {
@@ -275,6 +272,24 @@ struct ResumableUploadPlan: Equatable {
         default:
             return .failed(RetryPolicy.error(forHTTPStatus: s))
         }
+    }
+
+    /// A final 2xx to a request with a body (the creation, an append) that came before the body
+    /// was all sent, without an `Upload-Offset`: the server stopped reading part way. Its offset
+    /// is asked as after a `409` (in the same attempt, more and more slowly if it keeps doing it),
+    /// and the rest sent from there; nothing acknowledged is taken from the answer.
+    mutating func answeredBeforeTheBodyEnded() -> Verdict {
+        guard uploadURL != nil else { return .failed(Self.protocolError("no upload URL")) }
+        return askOffsetAgain()
+    }
+
+    /// Asks the server's offset (a `409`, or an answer that came too early), at once for the
+    /// first ``maxConflictsInARow`` in a row, then after ``conflictDelay(after:)``.
+    private mutating func askOffsetAgain() -> Verdict {
+        conflicts += 1
+        let ask = remember(offsetRequest())
+        let wait = Self.conflictDelay(after: conflicts)
+        return wait > 0 ? .sendAfter(ask, seconds: wait) : .send(ask)
     }
 
     /// The next append from the server's offset.

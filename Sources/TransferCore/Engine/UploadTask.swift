@@ -325,7 +325,20 @@ final class UploadTask: TransferTask {
 
     override func followUp() -> Bool {
         guard var p = plan, let s = lastStatus else { return false }
-        let verdict = p.received(ResumableUploadPlan.Response(status: s, headers: responseFields(), url: currentURL))
+        let fields = responseFields()
+        let verdict: ResumableUploadPlan.Verdict
+        if (200..<300).contains(s), p.uploadURL != nil, let r = request, let n = r.bodyLength,
+            bytes < r.bodyOffset + n, fields["upload-offset"] == nil
+        {
+            // A final answer before the body's end, saying nothing of what the server kept
+            // (README: a resumable upload asks the server's offset and sends the rest).
+            Log.info(
+                "the server answered \(s) after \(bytes) of \(r.bodyOffset + n) bytes were sent: asking its offset",
+                job: jobId)
+            verdict = p.answeredBeforeTheBodyEnded()
+        } else {
+            verdict = p.received(ResumableUploadPlan.Response(status: s, headers: fields, url: currentURL))
+        }
         plan = p
         persistPlan()
         switch verdict {
@@ -342,7 +355,7 @@ final class UploadTask: TransferTask {
         case .sendAfter(let next, let seconds):
             // SPEC: a 409 spends no retry; a server that keeps answering it is asked again, more
             // and more slowly, in the same attempt (the stall window restarts around the wait).
-            Log.info("HTTP 409 again: asking the server's offset in \(seconds) s", job: jobId)
+            Log.info("HTTP \(s) again: asking the server's offset in \(seconds) s", job: jobId)
             bytes = p.offset  // what the server acknowledged, not the refused append's bytes
             restartStallWindow(now: engine.loop.nowMillis)
             let timer = conflictTimer ?? LoopTimer(loop: engine.loop)
