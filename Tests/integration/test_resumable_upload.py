@@ -175,7 +175,8 @@ def test_an_ietf_upload_cut_twice_resumes_from_the_server_offset_and_sends_every
     assert job["response"]["status"] == 200 and json.loads(job["response"]["body"])["sha256"] == digest
 
 
-def test_a_final_answer_before_the_body_ends_asks_the_offset_and_sends_the_rest(daemon, ietf):
+@pytest.mark.parametrize("offset", [None, 1], ids=["bare", "with-upload-offset"])
+def test_a_final_answer_before_the_body_ends_asks_the_offset_and_sends_the_rest(daemon, ietf, offset):
     # README: a server that answers 2xx before it has read the whole body has not got it; a
     # resumable upload asks the server's offset and sends the rest. The creation's early 200 was
     # taken as the upload's end (bytes and sha256 of the whole file, completed; the server held
@@ -184,7 +185,7 @@ def test_a_final_answer_before_the_body_ends_asks_the_offset_and_sends_the_rest(
     size = 24_000_000  # more than the loopback's socket buffers hold: libcurl cannot hand it all over
     digest = write_random_file(src, size)
     key = ietf.key()
-    id = daemon.upload(src, ietf.url(key, early="1000000"))
+    id = daemon.upload(src, ietf.url(key, early="1000000", earlyoffset=offset))
     job = daemon.wait_state(id, "completed", timeout=60)
     st = ietf.stats(key)
     up = the_upload(st, upload_id(job))

@@ -21,6 +21,7 @@ Knobs, in the creation request's query (they stay with the upload):
   fail5xx=N     the first N HEADs get 503
   early=A,B,... once the upload holds A bytes (then B, ...), stop reading the request's body and
                 answer it 200 with no upload header (Connection: close), once each
+  earlyoffset=1 ... with Upload-Offset (what it kept) and Upload-Complete: ?0
 
 An offset query (HEAD) or a new append ends any append still being read for that upload (a client
 that asks has given the old request up; the server may not have seen its connection close yet): the
@@ -127,7 +128,10 @@ class Handler(BaseHTTPRequestHandler):
                     # A final answer before the body's end, saying nothing of what was kept.
                     f.flush()
                     self.close_connection = True
-                    self.reply(200, {"Connection": "close", "Content-Type": "text/plain"}, b"done early")
+                    hs = {"Connection": "close", "Content-Type": "text/plain"}
+                    if up["earlyoffset"]:
+                        hs.update({"Upload-Offset": str(up["offset"]), "Upload-Complete": "?0"})
+                    self.reply(200, hs, b"done early")
                     self.wfile.flush()
                     # A moment before closing: the client reads the answer (a close with its body
                     # unread resets the connection, and may throw the answer away with it).
@@ -225,6 +229,7 @@ class Handler(BaseHTTPRequestHandler):
                   "deleted": False, "generation": 0,
                   "gone": None, "sha256": None, "length": None, "limit": int(q["limit"]) if "limit" in q else None,
                   "advertise": q.get("advertise") == "1", "knobs": knobs,
+                  "earlyoffset": q.get("earlyoffset") == "1",
                   "expire": int(q["expire"]) if "expire" in q else None,
                   "rate": float(q.get("rate", "0")), "interop": self.headers.get("Upload-Draft-Interop-Version")}
             UPLOADS[uid] = up

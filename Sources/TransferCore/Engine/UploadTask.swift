@@ -328,10 +328,11 @@ final class UploadTask: TransferTask {
         let fields = responseFields()
         let verdict: ResumableUploadPlan.Verdict
         if (200..<300).contains(s), p.uploadURL != nil, let r = request, let n = r.bodyLength,
-            bytes < r.bodyOffset + n, fields["upload-offset"] == nil
+            bytes < r.bodyOffset + n, r.purpose == .create || fields["upload-offset"] == nil
         {
-            // A final answer before the body's end, saying nothing of what the server kept
-            // (README: a resumable upload asks the server's offset and sends the rest).
+            // A final answer before the body's end (README: a resumable upload asks the server's
+            // offset and sends the rest). An append's `Upload-Offset` says what the server kept;
+            // the creation's answer would be taken as the whole upload's.
             Log.info(
                 "the server answered \(s) after \(bytes) of \(r.bodyOffset + n) bytes were sent: asking its offset",
                 job: jobId)
