@@ -274,9 +274,9 @@ struct ResumableUploadPlan: Equatable {
         }
     }
 
-    /// A final 2xx to a request with a body (the creation, an append) that came before the body
-    /// was all sent, without an `Upload-Offset`: the server stopped reading part way. Its offset
-    /// is asked as after a `409` (in the same attempt, more and more slowly if it keeps doing it),
+    /// A final 2xx that came before the request's body was all sent (the creation's, or an
+    /// append's without an `Upload-Offset`): the server stopped reading part way. Its offset is
+    /// asked as after a `409` (in the same attempt, more and more slowly if it keeps doing it),
     /// and the rest sent from there; nothing acknowledged is taken from the answer.
     mutating func answeredBeforeTheBodyEnded() -> Verdict {
         guard uploadURL != nil else { return .failed(Self.protocolError("no upload URL")) }
