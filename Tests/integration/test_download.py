@@ -148,6 +148,22 @@ def test_replace_overwrites_an_existing_file(daemon, faultserver, key):
     assert sha256_file(dest) == faultserver.sha256(1000, 1)
 
 
+@pytest.mark.parametrize("spelling", ["link/same.bin", "d/../d/same.bin", "d//same.bin"])
+def test_another_spelling_of_an_unfinished_jobs_file_is_refused(daemon, faultserver, key, spelling):
+    # Through a symbolic link to the directory, `..` or `//`: the same file. Both jobs wrote one
+    # part, and one completed with the other's bytes.
+    (daemon.work / "d").mkdir()
+    (daemon.work / "link").symlink_to(daemon.work / "d")
+    first = daemon.download(faultserver.url(size=400_000, seed="a", key=key, slow=100_000), "-o",
+                            daemon.work / "d" / "same.bin")
+    r = daemon.cli("download", faultserver.url(size=1000, seed="b", key=key + "b"), "-o",
+                   f"{daemon.work}/{spelling}")
+    assert r.rc == 2 and f"another job downloads to {daemon.work}/d/same.bin" in r.err, r
+    assert [j["id"] for j in daemon.jobs()] == [first]
+    daemon.wait_state(first, "completed", timeout=30)
+    assert sha256_file(daemon.work / "d" / "same.bin") == faultserver.sha256(400_000, "a")
+
+
 def test_a_file_that_appears_at_the_destination_during_the_transfer_fails_with_destination_exists(
         daemon, faultserver, key):
     dest = daemon.work / "race.bin"

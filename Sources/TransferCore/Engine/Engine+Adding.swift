@@ -5,12 +5,18 @@ import Foundation
 extension Engine {
     /// Validates one request and builds its row; `claimed` are destinations taken by earlier
     /// requests of the same batch, `knownDirectories` the directories they found
-    /// (``RequestValidator/validate(_:knownDirectories:)``).
+    /// (``RequestValidator/validate(_:knownDirectories:)``), `resolved` the directories their
+    /// paths were resolved in (``CanonicalPath``).
     private func prepareRecord(
         _ request: TransferRequest, claimed: Set<String>, knownDirectories: inout Set<String>,
-        now: Double = Timestamp.now()
+        resolved: inout [String: String], now: Double = Timestamp.now()
     ) throws -> JobRecord {
-        let req = try RequestValidator.validate(request, knownDirectories: &knownDirectories)
+        var req = try RequestValidator.validate(request, knownDirectories: &knownDirectories)
+        // One spelling a file, so that the clash checks below and the scheduler's see every job
+        // that holds it.
+        req.destination = req.destination.map { CanonicalPath.file($0, cache: &resolved) }
+        req.directory = req.directory.map { CanonicalPath.directory($0, cache: &resolved) }
+        req.response = req.response.map { CanonicalPath.file($0, cache: &resolved) }
         let kind: JobKind = req.kind == JobKind.upload.rawValue ? .upload : .download
         var destination: String?
         var sourceSize: Int64?
@@ -54,7 +60,8 @@ extension Engine {
     /// Checks a request as ``add(_:)`` would, without queuing it; returns the new job's row.
     public func prepare(_ request: TransferRequest) throws -> JobRecord {
         var directories = Set<String>()
-        return try prepareRecord(request, claimed: [], knownDirectories: &directories)
+        var resolved: [String: String] = [:]
+        return try prepareRecord(request, claimed: [], knownDirectories: &directories, resolved: &resolved)
     }
 
     /// Holds a batch part's rows in the store until the batch is complete.
@@ -124,11 +131,13 @@ extension Engine {
         records.reserveCapacity(requests.count)
         var claimed: Set<String> = []
         var directories: Set<String> = []
+        var resolved: [String: String] = [:]
         // One time for the whole list: its jobs share their timestamps (and their strings).
         let now = Timestamp.now()
         for (i, request) in requests.enumerated() {
             do {
-                let r = try prepareRecord(request, claimed: claimed, knownDirectories: &directories, now: now)
+                let r = try prepareRecord(
+                    request, claimed: claimed, knownDirectories: &directories, resolved: &resolved, now: now)
                 if let d = r.heldPath { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {
