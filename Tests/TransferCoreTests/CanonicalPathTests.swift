@@ -12,8 +12,11 @@ final class CanonicalPathTests: XCTestCase {
         try? FileManager.default.removeItem(at: base)
         try FileManager.default.createDirectory(at: base.appendingPathComponent("d"), withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(
-            atPath: base.appendingPathComponent("link").path, withDestinationPath: base.appendingPathComponent("d").path)
-        root = try XCTUnwrap(realpath(base.path, nil).map { p in defer { free(p) }; return String(cString: p) })
+            atPath: base.appendingPathComponent("link").path, withDestinationPath: base.appendingPathComponent("d").path
+        )
+        let real = try XCTUnwrap(realpath(base.path, nil))
+        defer { free(real) }
+        root = String(cString: real)
     }
 
     override func tearDownWithError() throws {
