@@ -153,4 +153,17 @@ final class BatchAssemblerTests: XCTestCase {
         // The number of a closed connection is never reused, but a dropped batch is forgotten with it.
         XCTAssertEqual(complete(try receive("b", [download("z")], final: true, owner: 1))?.count, 1)
     }
+
+    /// A line of the connection that was lost may have been a part: its open batches are dropped,
+    /// their later parts refused; another connection's batch goes on.
+    func testThatALostLineDropsTheConnectionsOpenBatchesAndRefusesTheirLaterParts() throws {
+        _ = try receive("b", [download("a")], final: false, owner: 1)
+        _ = try receive("c", [download("c")], final: false, owner: 2)
+        XCTAssertEqual(assembler.dropOpen(owner: 1).map(\.batch), ["b"])
+        XCTAssertEqual(discarded, ["1:b"])
+        XCTAssertThrowsError(try receive("b", [download("d")], final: true, owner: 1)) { error in
+            XCTAssertTrue("\(error)".contains("was dropped"), "\(error)")
+        }
+        XCTAssertEqual(complete(try receive("c", [], final: true, owner: 2))?.count, 1)
+    }
 }

@@ -211,6 +211,33 @@ def test_a_request_that_does_not_decode_is_refused_by_its_index_too(daemon, faul
     assert daemon.jobs() == []
 
 
+@pytest.mark.parametrize("lost", [b"{not json", b"x" * (1024 * 1024 + 10), b'{"jsonrpc": "2.0", "id": 9}'],
+                         ids=["not-json", "over-1-mib", "not-a-request"])
+def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver, key, lost):
+    # The lost line may have been a part: the batch must not be queued without it. The final
+    # part was taken and 2 of 3 parts' jobs queued.
+    def part(lo, hi, final):
+        return {"batch": "L", "final": final,
+                "requests": [{"url": faultserver.url(size=10, key=f"{key}-{i}"),
+                              "destination": str(daemon.work / f"l{i}")} for i in range(lo, hi)]}
+
+    with daemon.connect() as c:
+        assert c.call("transfer.addMany", part(0, 3, False))["result"] == {"batch": "L", "received": 3}
+        c.send_raw(lost + b"\n")
+        assert c.recv(timeout=10)["error"]["code"] in (-32700, -32003, -32600)
+        resp = c.call("transfer.addMany", part(3, 5, True))
+        assert resp["error"]["code"] == -32602 and "was dropped" in resp["error"]["message"], resp
+        assert "result" in c.call("transfer.list", {}), "the connection goes on"
+    assert daemon.jobs() == []
+
+
+def test_final_without_batch_is_refused(daemon, faultserver, key):
+    request = {"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "f")}
+    resp = daemon.rpc("transfer.addMany", {"requests": [request], "final": False})
+    assert resp["error"]["code"] == -32602 and "final without batch" in resp["error"]["message"], resp
+    assert daemon.jobs() == []
+
+
 def test_a_batch_in_parts_is_held_outside_the_queue_until_its_final_part_even_across_kill_9(daemon, faultserver, key):
     """Parts are held in the store's staging table, not as jobs: a `kill -9` between parts leaves
     no job of the batch; a complete batch becomes jobs with consecutive ids, in its order."""

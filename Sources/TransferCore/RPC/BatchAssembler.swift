@@ -101,7 +101,7 @@ public final class BatchAssembler {
         let key = Key(owner: owner, batch: batch)
         if dropped.contains(key) {
             throw RPCError.invalidParams(
-                "batch \(batch) was dropped (a refused request or \(Int(Self.timeout)) s without a part); send the list again"
+                "batch \(batch) was dropped (a refused request, a line of the connection that was not a request, or \(Int(Self.timeout)) s without a part); send the list again"
             )
         }
         var entry = pending.removeValue(forKey: key) ?? Pending(lastPartAt: clock())
@@ -179,6 +179,21 @@ public final class BatchAssembler {
                     .destinationExists, "\(field): \(destination) is also the file of request \(earlier.index)"))
         }
         claims[normalized] = Claim(index: index, replace: request.replace == true)
+    }
+
+    /// Drops the batches a connection is sending when one of its lines was lost (not JSON, over
+    /// 1 MiB, not a request): it may have been one of their parts, and a batch missing a part must
+    /// not be queued. Their later parts are refused.
+    /// - Returns: the batches dropped.
+    @discardableResult
+    public func dropOpen(owner: Int) -> [Key] {
+        let open = pending.keys.filter { $0.owner == owner }
+        for key in open {
+            pending[key] = nil
+            dropped.insert(key)
+            discard(key)
+        }
+        return open
     }
 
     /// Drops every batch of a closed connection.

@@ -59,6 +59,14 @@ public final class RPCRouter {
         }
     }
 
+    /// A line of the connection could not be read as a request: the batches it is sending are
+    /// dropped (the line may have been one of their parts).
+    public func lineLost(_ connection: RPCConnection) {
+        for dropped in context.batches.dropOpen(owner: connection.number) {
+            Log.info("dropped batch \(dropped.batch): a line of its connection was not a request")
+        }
+    }
+
     /// Forgets a closed connection's batches.
     public func connectionClosed(_ connection: RPCConnection) {
         context.batches.drop(owner: connection.number)

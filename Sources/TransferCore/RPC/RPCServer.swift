@@ -79,8 +79,10 @@ public final class RPCServer {
 
     // MARK: - Requests
 
-    /// Answers a message that cannot be handled (over 1 MiB) with a null id.
+    /// Answers a message that cannot be handled (over 1 MiB, not JSON, not a request) with a null
+    /// id; the batches the connection is sending are dropped (the message may have been a part).
     func reject(_ conn: RPCConnection, _ error: RPCError) {
+        router.lineLost(conn)
         pending.append(PendingResponse(connection: conn, id: .null, outcome: .failure(error), changesJobs: false))
     }
 
@@ -106,6 +108,7 @@ public final class RPCServer {
             }
         }
         func refuse(_ error: RPCError) {
+            router.lineLost(conn)  // not a request it can route: perhaps a batch's part
             pending.append(
                 PendingResponse(connection: conn, id: id ?? .null, outcome: .failure(error), changesJobs: false))
         }

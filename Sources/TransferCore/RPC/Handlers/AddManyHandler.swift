@@ -33,6 +33,11 @@ struct AddManyHandler: RPCHandler {
         }
         let service = request.context.service
         guard let batch = params.batch else {
+            if params.final != nil {
+                // A first part without its batch id would be queued on its own: refused, so that
+                // a list sent in parts never loses all-or-nothing to a forgotten member.
+                throw RPCError.invalidParams("final without batch (a batch part needs both)")
+            }
             let requests = try decoded.enumerated().map { index, r in
                 try r.mapError { BatchRefusal(index: index, error: $0) }.get()
             }
