@@ -34,7 +34,7 @@ struct AFTransfer: ParsableCommand {
             exit(for: CLIFailure.usage("argument \(i) is not valid UTF-8 (paths and options must be UTF-8)"))
         }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(ManyIds.take(from: Array(CommandLine.arguments.dropFirst())))
             try command.run()
         } catch {
             exit(for: error)

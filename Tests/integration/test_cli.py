@@ -275,6 +275,20 @@ def test_several_ids_act_on_each_one_they_can_and_exit_2_if_any_was_refused(daem
     daemon.cli("cancel", a, b, check=0)
 
 
+def test_ids_by_the_hundred_are_each_acted_on_in_order(faultserver, key, daemon_factory):
+    # Past the first 64, ids are kept from the argument parser (quadratic in their number); they
+    # must still reach the daemon, in order, with option values among them left alone.
+    d = daemon_factory(args=("--max-active", "1"))
+    lst = d.work / "list.txt"
+    lst.write_text("".join(f"{slow_url(faultserver, f'{key}-{i}')}\tf{i}\n" for i in range(150)))
+    ids = d.cli("download", "-i", lst, "-d", d.work).out.split()
+    assert len(ids) == 150
+    r = d.cli("cancel", *ids[:100], "--home", d.home, *ids[100:], "999999", check=2)
+    assert r.rc == 2 and "cannot cancel job 999999: no such job" in r.err, r
+    assert r.out.split("\n")[:150] == [f"job {i}: cancelled" for i in ids], r.out[:300]
+    assert all(j["state"] == "cancelled" for j in d.jobs())
+
+
 def test_an_id_given_twice_is_acted_on_once_and_not_refused(daemon, faultserver, key):
     a = daemon.download(slow_url(faultserver, key), "-o", daemon.work / "a")
     daemon.wait_state(a, "running")

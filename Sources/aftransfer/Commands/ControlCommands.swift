@@ -40,7 +40,7 @@ struct PauseCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferPause.rawValue, verb: "pause", params: ControlParams(ids: ids), global: global)
+            method: RPCMethod.transferPause.rawValue, verb: "pause", params: ControlParams(ids: ManyIds.all(ids)), global: global)
     }
 }
 
@@ -54,7 +54,7 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferResume.rawValue, verb: "resume", params: ControlParams(ids: ids), global: global)
+            method: RPCMethod.transferResume.rawValue, verb: "resume", params: ControlParams(ids: ManyIds.all(ids)), global: global)
     }
 }
 
@@ -68,7 +68,7 @@ struct CancelCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferCancel.rawValue, verb: "cancel", params: ControlParams(ids: ids), global: global)
+            method: RPCMethod.transferCancel.rawValue, verb: "cancel", params: ControlParams(ids: ManyIds.all(ids)), global: global)
     }
 }
 
@@ -82,7 +82,7 @@ struct RetryCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferRetry.rawValue, verb: "retry", params: ControlParams(ids: ids), global: global)
+            method: RPCMethod.transferRetry.rawValue, verb: "retry", params: ControlParams(ids: ManyIds.all(ids)), global: global)
     }
 }
 
@@ -101,7 +101,7 @@ struct RemoveCommand: ParsableCommand {
     func run() throws {
         try ControlCommands.run(
             method: RPCMethod.transferRemove.rawValue, verb: "remove",
-            params: ControlParams(ids: ids, deleteFiles: deleteFiles ? true : nil),
+            params: ControlParams(ids: ManyIds.all(ids), deleteFiles: deleteFiles ? true : nil),
             global: global)
     }
 }

@@ -33,7 +33,7 @@ struct WaitCommand: ParsableCommand {
         let client = try global.connect()
         // A repeated id is one job, waited for (and named) once, as the control commands act once.
         var seen = Set<Int64>()
-        let jobs = try ids.filter { seen.insert($0).inserted }.map {
+        let jobs = try ManyIds.all(ids).filter { seen.insert($0).inserted }.map {
             try client.call(method: RPCMethod.transferGet.rawValue, params: GetParams(id: $0), as: JobSnapshot.self)
         }
         let follower = JobFollower(client: client, jobs: jobs)

@@ -39,7 +39,7 @@ struct WatchCommand: ParsableCommand {
                 return
             }
         } else {
-            jobs = try ids.map {
+            jobs = try ManyIds.all(ids).map {
                 try client.call(method: RPCMethod.transferGet.rawValue, params: GetParams(id: $0), as: JobSnapshot.self)
             }
         }
