@@ -40,7 +40,8 @@ struct PauseCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferPause.rawValue, verb: "pause", params: ControlParams(ids: ManyIds.all(ids)), global: global)
+            method: RPCMethod.transferPause.rawValue, verb: "pause", params: ControlParams(ids: ManyIds.all(ids)),
+            global: global)
     }
 }
 
@@ -54,7 +55,8 @@ struct ResumeCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferResume.rawValue, verb: "resume", params: ControlParams(ids: ManyIds.all(ids)), global: global)
+            method: RPCMethod.transferResume.rawValue, verb: "resume", params: ControlParams(ids: ManyIds.all(ids)),
+            global: global)
     }
 }
 
@@ -68,7 +70,8 @@ struct CancelCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferCancel.rawValue, verb: "cancel", params: ControlParams(ids: ManyIds.all(ids)), global: global)
+            method: RPCMethod.transferCancel.rawValue, verb: "cancel", params: ControlParams(ids: ManyIds.all(ids)),
+            global: global)
     }
 }
 
@@ -82,7 +85,8 @@ struct RetryCommand: ParsableCommand {
 
     func run() throws {
         try ControlCommands.run(
-            method: RPCMethod.transferRetry.rawValue, verb: "retry", params: ControlParams(ids: ManyIds.all(ids)), global: global)
+            method: RPCMethod.transferRetry.rawValue, verb: "retry", params: ControlParams(ids: ManyIds.all(ids)),
+            global: global)
     }
 }
 
