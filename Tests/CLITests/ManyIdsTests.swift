@@ -7,7 +7,8 @@ import XCTest
 final class ManyIdsTests: XCTestCase {
     func testThatIdsPastTheFirst64AreTakenInOrderAndTheRestStays() {
         let ids = (1...200).map(String.init)
-        let args = ["wait", "--timeout", "5"] + ids.prefix(100) + ["--home", "7"] + ids.dropFirst(100) + ["--", "300"]
+        let head = ["wait", "--timeout", "5"] + ids.prefix(100)
+        let args = head + ["--home", "7"] + ids.dropFirst(100) + ["--", "300"]
         let kept = ManyIds.take(from: args)
         XCTAssertEqual(kept, ["wait", "--timeout", "5"] + ids.prefix(64) + ["--home", "7", "--", "300"])
         XCTAssertEqual(ManyIds.all([1]), [1] + (65...200).map(Int64.init))
