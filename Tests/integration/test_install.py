@@ -131,6 +131,31 @@ def test_that_install_from_a_clean_clone_puts_every_file_in_place_and_uninstall_
 
 
 @pytest.mark.skipif(not shutil.which("systemd-socket-activate"), reason="needs Debian's systemd package")
+@pytest.mark.timeout(300)
+def test_that_a_relative_prefix_is_the_callers_and_a_prefix_systemd_cannot_name_is_refused(bin_dir):
+    # A relative prefix went under the repository (the script changes directory first).
+    root = make_temp_root("aft-install-rel-")
+    try:
+        (root / "cwd").mkdir()
+        (root / "home").mkdir()
+        env = {**os.environ, "HOME": str(root / "home"), "XDG_CONFIG_HOME": str(root / "config"),
+               "AFT_INSTALL_BIN_DIR": str(bin_dir), "AFT_GENERATE_MANUAL_TOOL": str(manual_tool(bin_dir))}
+        script = str(REPO / "scripts" / "install")
+        r = subprocess.run([script, "--prefix", "../rel"], cwd=root / "cwd", env=env, capture_output=True,
+                           text=True, timeout=240)
+        assert r.returncode == 0, r.stderr + r.stdout
+        assert (root / "rel" / "bin" / "aftransferd").exists()
+        assert not (REPO.parent / "rel").exists() and not (REPO / "rel").exists()
+        u = subprocess.run([script, "--prefix", "../rel", "--uninstall"], cwd=root / "cwd", env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert u.returncode == 0 and not (root / "rel").exists(), u.stderr + u.stdout
+        q = subprocess.run([script, "--prefix", str(root / 'say "hi"')], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert q.returncode == 2 and "systemd" in q.stderr and not (root / 'say "hi"').exists(), q
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_that_a_socket_activated_daemon_serves_the_inherited_socket_and_a_download_completes_through_it(
         daemon_factory, faultserver, key):
     d = daemon_factory(start=False)
