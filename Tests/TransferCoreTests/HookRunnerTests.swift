@@ -89,4 +89,21 @@ final class HookRunnerTests: XCTestCase {
         }
         XCTAssertFalse(hooks.run(.job(50), command: "true", input: [], environment: [:]) { _, _, _ in })
     }
+
+    /// SPEC: the first 4 KiB of output. A character the limit cut in two is left out (it showed as
+    /// U+FFFD, and the text came to 4,098 bytes); bytes that are not UTF-8 never make it longer.
+    func testThatTheOutputIsTextOfAtMost4KiBWithoutAHalfCharacter() {
+        let e = Array("é".utf8)  // 2 bytes
+        let cut = [UInt8](repeating: UInt8(ascii: "x"), count: 4095) + [e[0]]
+        XCTAssertEqual(HookRunner.text(of: cut), String(repeating: "x", count: 4095))
+        let whole = [UInt8](repeating: UInt8(ascii: "x"), count: 4094) + e
+        XCTAssertEqual(HookRunner.text(of: whole), String(repeating: "x", count: 4094) + "é")
+        let euro = Array("€".utf8)  // 3 bytes, cut after 2
+        XCTAssertEqual(HookRunner.text(of: Array("ab".utf8) + euro.prefix(2)), "ab")
+        let binary = [UInt8](repeating: 0xFF, count: 4096)
+        let text = HookRunner.text(of: binary)
+        XCTAssertLessThanOrEqual(text.utf8.count, 4096)
+        XCTAssertTrue(text.unicodeScalars.allSatisfy { $0 == "\u{FFFD}" })
+        XCTAssertEqual(HookRunner.text(of: []), "")
+    }
 }

@@ -95,7 +95,10 @@ extension Engine {
             } else if self.shuttingDown && result.exitStatus == HookRunner.stoppedStatus {
                 why = " (ended by the daemon's stop)"
             }
-            Log.info("\(which)'s on-end hook exited \(result.exitStatus)\(why)", job: id)
+            // README: the output is in the log too (the `hook` field of a removed or retried
+            // ending's job is gone; the log keeps what it said).
+            let said = result.output.isEmpty ? "" : "; output: " + result.output
+            Log.info("\(which)'s on-end hook exited \(result.exitStatus)\(why)\(said)", job: id)
             switch owner {
             case .owed(let owedId):
                 self.owedHookFinished(owedId, stage)

@@ -19,6 +19,22 @@ public final class HookRunner {
     public static let timeout = 60.0
     /// Bytes of a hook's output kept in the job's `hook` field.
     public static let outputLimit = 4096
+
+    /// The kept output as text of at most ``outputLimit`` bytes of UTF-8: a character the limit
+    /// cut in two is left out (not shown as U+FFFD), other bytes that are not UTF-8 become U+FFFD,
+    /// and characters at the end go if those made the text longer than the limit.
+    static func text(of output: [UInt8]) -> String {
+        var bytes = output[...]
+        // A last sequence the cut left incomplete: its lead byte and continuation bytes.
+        if let lead = bytes.indices.reversed().prefix(4).first(where: { bytes[$0] & 0xC0 != 0x80 }) {
+            let b = bytes[lead]
+            let length = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1
+            if bytes.endIndex - lead < length { bytes = bytes[..<lead] }
+        }
+        var text = String(decoding: bytes, as: UTF8.self)
+        while text.utf8.count > outputLimit { text.removeLast() }
+        return text
+    }
     /// The shell that runs a hook.
     public static let shell = "/bin/sh"
     /// util-linux's `setpriv`, to tie the hook's life to the daemon's.
@@ -175,7 +191,7 @@ public final class HookRunner {
         for slot in slots {
             let output = slot.runner?.abandon() ?? []
             slot.runner = nil
-            let result = HookResult(exitStatus: Self.stoppedStatus, output: String(decoding: output, as: UTF8.self))
+            let result = HookResult(exitStatus: Self.stoppedStatus, output: Self.text(of: output))
             slot.completion(slot.owner, result, false)
         }
         for (group, timer) in lingering {
@@ -209,8 +225,7 @@ public final class HookRunner {
                     self?.killAtBound(group: runner.pid, deadline: runner.deadline)
                 }
                 slot.runner = nil
-                let result = HookResult(
-                    exitStatus: outcome.exitStatus, output: String(decoding: outcome.output, as: UTF8.self))
+                let result = HookResult(exitStatus: outcome.exitStatus, output: Self.text(of: outcome.output))
                 completion(slot.owner, result, outcome.timedOut)
                 self?.startWaiting()
             }
