@@ -794,3 +794,43 @@ def test_that_a_path_with_control_characters_reaches_the_terminal_escaped_in_mes
     assert "\x1b" not in out and "\x07" not in out, repr(out)
     assert "-o $'" + str(daemon.work) + "/a\\x1B[2J\\x07b.bin'" in out, out
     daemon.cli("cancel", str(id), check=True)
+
+
+@pytest.mark.parametrize("size", [1000, 600_000], ids=["small", "large"])
+def test_a_link_at_the_parts_name_is_never_written_through(daemon, faultserver, key, size):
+    # The bytes went to the link's target, outside the directory, and the link was renamed into
+    # place as the download.
+    victim = daemon.work / "victim.txt"
+    victim.write_text("VICTIM")
+    dest = daemon.work / "file.bin"
+    os.symlink(victim, str(dest) + ".aftpart")
+    id = daemon.download(faultserver.url(size=size, key=key), "-o", dest)
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "io" and "symbolic link" in job["error"]["message"], job
+    assert victim.read_text() == "VICTIM" and not dest.exists()
+    assert os.path.islink(str(dest) + ".aftpart")
+
+
+def test_a_link_at_an_upload_responses_parts_name_is_never_written_through(daemon, faultserver, key):
+    victim = daemon.work / "victim.txt"
+    victim.write_text("VICTIM")
+    src = daemon.work / "src.bin"
+    src.write_bytes(b"x" * 1000)
+    resp = daemon.work / "resp.out"
+    os.symlink(victim, str(resp) + ".aftpart")
+    id = daemon.upload(src, faultserver.url("/up", key=key), "--response", resp)
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert "symbolic link" in job["error"]["message"], job
+    assert victim.read_text() == "VICTIM" and not resp.exists()
+
+
+def test_a_fifo_at_the_parts_name_fails_the_job_and_never_blocks_the_daemon(daemon, faultserver, key):
+    # open(2) of a FIFO for writing waited for a reader on the daemon's loop: every RPC, and
+    # SIGTERM, waited with it.
+    dest = daemon.work / "ff.bin"
+    os.mkfifo(str(dest) + ".aftpart")
+    id = daemon.download(faultserver.url(size=1000, key=key), "-o", dest)
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "io" and "FIFO" in job["error"]["message"], job
+    assert daemon.cli("daemon", "status", "--json", timeout=10).rc == 0
+    assert daemon.download(faultserver.url(size=1000, key=key + "b"), "-o", daemon.work / "ok.bin")

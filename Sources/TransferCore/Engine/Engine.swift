@@ -214,7 +214,9 @@ public final class Engine: AttemptHost {
             if f.kind == .download, let dest = f.destination, f.attempts > 0 || f.finalizing {
                 let part = Destination.partPath(dest)
                 var st = stat()
-                let partExists = stat(part, &st) == 0
+                // lstat: a link or a FIFO at the part's name is not the part (never cut through;
+                // the next attempt refuses to open it).
+                let partExists = lstat(part, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
                 if f.finalizing && !partExists, let r = try store.job(f.id),
                     Destination.holdsFinishedDownload(dest, size: r.total, sha256: r.sha256)
                 {

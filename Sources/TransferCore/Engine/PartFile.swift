@@ -31,14 +31,50 @@ public final class PartFile {
 
     /// Opens (creating) `path` for writing; its bytes are kept unless `truncate`.
     public init(loop: EventLoop, path: String, mode: mode_t, truncate: Bool = false) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), mode)
-        if fd < 0 {
-            throw FileErrors.error(errno, "cannot open \(path)")
+        let fd: Int32
+        switch Self.openPart(path, mode: mode, truncate: truncate) {
+        case .success(let opened): fd = opened
+        case .failure(.errno(let e)): throw FileErrors.error(e, "cannot open \(path)")
+        case .failure(.notAFile(let error)): throw error
         }
         self.fd = fd
         self.mode = mode
         self.path = path
         self.loop = loop
+    }
+
+    /// Why ``openPart(_:mode:truncate:)`` opened nothing.
+    enum OpenFailure: Error {
+        /// The system's error (a missing directory, no space, no permission).
+        case errno(Int32)
+        /// Something that is not a regular file holds the part's name: the job's error.
+        case notAFile(TransferError)
+    }
+
+    /// Opens (creating) a part for writing: never through a symbolic link (the bytes would go to
+    /// the link's target, and the link would be renamed into place as the download), and never
+    /// waiting on a FIFO or a device (the daemon's loop would wait for a reader): anything there
+    /// but a regular file is refused (`io`, not retryable; nothing is written). `O_NONBLOCK` has
+    /// no effect on a regular file's writes.
+    /// - Returns: the descriptor, or why not.
+    static func openPart(_ path: String, mode: mode_t, truncate: Bool) -> Result<Int32, OpenFailure> {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (truncate ? O_TRUNC : 0)
+        let fd = open(path, flags, mode)
+        func notAFile(_ what: String) -> Result<Int32, OpenFailure> {
+            .failure(.notAFile(TransferError(.io, "cannot open \(path): \(what), not a part file", retryable: false)))
+        }
+        guard fd >= 0 else {
+            let e = errno
+            if e == ELOOP { return notAFile("it is a symbolic link") }
+            if e == ENXIO { return notAFile("it is a FIFO or a device") }  // a FIFO without a reader
+            return .failure(.errno(e))
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            _ = Glibc.close(fd)
+            return notAFile("it is not a regular file")
+        }
+        return .success(fd)
     }
 
     /// Writes all of `count` bytes at `offset` of `fd` (`pwrite`, again after a short write or

@@ -43,7 +43,8 @@ final class SmallFileWriter {
         case inPlace
         /// Not written (the errno): nothing is left of the part.
         case notWritten(Int32)
-        /// Not written because the destination exists and may not be replaced: the part was not
+        /// Not written because the destination exists and may not be replaced, or because the
+        /// part's name holds something that is not a regular file (a link, a FIFO): that was not
         /// touched.
         case refused(TransferError)
         /// Written and synced as the part, which stays: the move failed.
@@ -133,9 +134,15 @@ final class SmallFileWriter {
                 outcomes[i] = .refused(clash)
                 continue
             }
-            let fd = open(item.part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, item.mode)
-            guard fd >= 0 else {
-                outcomes[i] = .notWritten(errno)
+            let fd: Int32
+            switch PartFile.openPart(item.part, mode: item.mode, truncate: true) {
+            case .success(let opened):
+                fd = opened
+            case .failure(.errno(let e)):
+                outcomes[i] = .notWritten(e)
+                continue
+            case .failure(.notAFile(let error)):
+                outcomes[i] = .refused(error)  // nothing written; the job fails with it
                 continue
             }
             fds[i] = fd
