@@ -38,6 +38,20 @@ final class CanonicalPathTests: XCTestCase {
         XCTAssertEqual(CanonicalPath.file("\(root)/link/new/../other/./x", cache: &cache), "\(root)/d/other/x")
     }
 
+    /// A link to a directory not made yet: `--create-dirs` makes the directory through the link,
+    /// so the file is the target's (two jobs wrote one part through such a link).
+    func testThatADanglingLinkToADirectoryToBeMadeResolvesToItsTarget() throws {
+        try FileManager.default.createSymbolicLink(atPath: "\(root)/dang", withDestinationPath: "nd")
+        try FileManager.default.createSymbolicLink(atPath: "\(root)/far", withDestinationPath: "\(root)/d/../x/y")
+        var cache: [String: String] = [:]
+        XCTAssertEqual(CanonicalPath.file("\(root)/dang/f", cache: &cache), "\(root)/nd/f")
+        XCTAssertEqual(CanonicalPath.file("\(root)/dang/sub/f", cache: &cache), "\(root)/nd/sub/f")
+        XCTAssertEqual(CanonicalPath.file("\(root)/far/f", cache: &cache), "\(root)/x/y/f")
+        try FileManager.default.createSymbolicLink(atPath: "\(root)/loop", withDestinationPath: "loop2/a")
+        try FileManager.default.createSymbolicLink(atPath: "\(root)/loop2", withDestinationPath: "loop/b")
+        XCTAssertFalse(CanonicalPath.file("\(root)/loop/f", cache: &cache).isEmpty, "a loop ends")
+    }
+
     func testThatTheLastComponentIsKeptAndNonNamesAreLeftForTheValidator() {
         var cache: [String: String] = [:]
         // A link as the file itself is what --replace replaces: not followed.

@@ -164,6 +164,29 @@ def test_another_spelling_of_an_unfinished_jobs_file_is_refused(daemon, faultser
     assert sha256_file(daemon.work / "d" / "same.bin") == faultserver.sha256(400_000, "a")
 
 
+def test_dotdot_after_a_link_is_the_parent_of_the_links_target_as_for_the_kernel(daemon, faultserver, key):
+    # The CLI took `link/../x` out as text (to `x` beside the link); the kernel, curl and the
+    # daemon put it in the target's parent.
+    (daemon.work / "real" / "deep").mkdir(parents=True)
+    (daemon.work / "link").symlink_to("real/deep")
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", "link/../up.bin")
+    job = daemon.wait_state(id, "completed")
+    assert job["destination"] == str(daemon.work / "real" / "up.bin"), job
+    assert (daemon.work / "real" / "up.bin").exists() and not (daemon.work / "up.bin").exists()
+
+
+def test_a_dangling_link_to_a_directory_still_to_be_made_names_its_target(daemon, faultserver, key):
+    # Two jobs, one through the link, both with --create-dirs: the same file (they wrote one part).
+    (daemon.work / "ln").symlink_to("nd")
+    first = daemon.download(faultserver.url(size=400_000, seed="a", key=key, slow=100_000), "-o",
+                            daemon.work / "nd" / "f.bin", "--create-dirs")
+    r = daemon.cli("download", faultserver.url(size=10, key=key + "b"), "-o", daemon.work / "ln" / "f.bin",
+                   "--create-dirs")
+    assert r.rc == 2 and f"another job downloads to {daemon.work}/nd/f.bin" in r.err, r
+    daemon.wait_state(first, "completed", timeout=30)
+    assert sha256_file(daemon.work / "nd" / "f.bin") == faultserver.sha256(400_000, "a")
+
+
 def test_a_file_that_appears_at_the_destination_during_the_transfer_fails_with_destination_exists(
         daemon, faultserver, key):
     dest = daemon.work / "race.bin"

@@ -60,10 +60,14 @@ public struct Paths: Sendable, Equatable {
         return nil
     }
 
-    /// Makes `path` absolute against the current directory, and normalizes `.`/`..`.
+    /// Makes `path` absolute against the current directory.
     public static func absolute(_ path: String) -> String {
         let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        return URL(fileURLWithPath: full).standardizedFileURL.path
+        // `.` and doubled `/` taken out; `..` kept: after a symbolic link it means the parent of
+        // the link's target, which only the file system knows (the daemon resolves destinations,
+        // ``CanonicalPath``; the kernel every other path). Taken out as text it named another file.
+        let parts = full.split(separator: "/").filter { $0 != "." }
+        return "/" + parts.joined(separator: "/")
     }
 
     /// ``absolute(_:)`` for a file the daemon is to create (`-o`, `--response`, a list's file): a

@@ -20,8 +20,15 @@ enum CanonicalPath {
         return join(self.directory(directory, cache: &cache), name)
     }
 
+    /// Symbolic links followed at most, as the kernel does (`MAXSYMLINKS`).
+    static let maxLinks = 40
+
     /// A directory's path (absolute), resolved as ``file(_:cache:)`` resolves a file's.
     static func directory(_ path: String, cache: inout [String: String]) -> String {
+        directory(path, cache: &cache, links: 0)
+    }
+
+    private static func directory(_ path: String, cache: inout [String: String], links: Int) -> String {
         guard path.hasPrefix("/") else { return path }
         if let known = cache[path] { return known }
         let resolved: String
@@ -29,18 +36,35 @@ enum CanonicalPath {
             resolved = String(cString: real)
             free(real)
         } else if errno == ENOENT, let cut = lastComponent(of: path) {
-            // Not there yet: its parent resolved, this component appended as text.
-            let base = directory(cut.parent, cache: &cache)
+            // Not there yet: its parent resolved, this component appended as text, or, when it
+            // is a link to a directory still to be made (`--create-dirs` makes it through the
+            // link), the link's target resolved in its place.
+            let base = directory(cut.parent, cache: &cache, links: links)
             switch cut.name {
             case ".": resolved = base
             case "..": resolved = lastComponent(of: base)?.parent ?? base
-            default: resolved = join(base, cut.name)
+            default:
+                let here = join(base, cut.name)
+                if links < maxLinks, let target = linkTarget(here) {
+                    resolved = directory(
+                        target.hasPrefix("/") ? target : join(base, target), cache: &cache, links: links + 1)
+                } else {
+                    resolved = here
+                }
             }
         } else {
             resolved = path  // unreadable: the validator has said what it could
         }
         cache[path] = resolved
         return resolved
+    }
+
+    /// What the symbolic link at `path` points to, or nil when `path` is not a link.
+    private static func linkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The parent and the last name of an absolute path (trailing slashes ignored); nil for `/`.
