@@ -150,7 +150,26 @@ def test_a_416_that_contradicts_the_known_length_starts_over_instead_of_completi
     assert log[-1]["range"] is None and log[-1]["status"] == 200, log[-1]
     assert sha256_file(dest) == faultserver.sha256(short, "sh.short"), "a short part was taken as the whole file"
     assert job["total"] == short and job["bytes"] == short
-    assert any("is now 800000 bytes, not 3000000" in (h["error"] or {}).get("message", "") for h in job["history"]), job
+    # Started over in the attempt that got the 416, as after a 200 to a range: no retry spent.
+    assert job["attempts"] == 2 and len(log) == 3, (job, [(e["range"], e["status"]) for e in log])
+    assert "HTTP 416: the remote file is now 800000 bytes, not 3000000: restarting from byte 0" in daemon.log_text()
+
+
+@pytest.mark.parametrize("paused_at,answer", [(600_000, 416), (100_000, 206)], ids=["416", "206-of-another-length"])
+def test_a_resumed_range_of_a_file_that_changed_length_starts_over_even_with_retries_0(
+        daemon, faultserver, key, paused_at, answer):
+    # Under the same validators the file is now 500,000 bytes: past the part's end a 416, inside
+    # it a 206 whose total is not the part's file's. Either starts over in the same attempt (no
+    # retry spent; a 416 failed a --retries 0 job and deleted its part), never splicing.
+    size, short = 3_000_000, 500_000
+    dest = daemon.work / "shrunk0.bin"
+    url = faultserver.url(size=size, seed="s0", key=key, slow=1_000_000, shrinkafter=1, shrinkto=short)
+    id = daemon.download(url, "-o", dest, "--retries", "0")
+    pause_after(daemon, id, paused_at)
+    daemon.cli("resume", id, check=0)
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(short, "s0.short"), "bytes of two versions spliced"
+    assert [(e["range"] is None, e["status"]) for e in faultserver.log(key)][1:] == [(False, answer), (True, 200)]
 
 
 def test_a_paused_job_survives_a_daemon_restart_and_stays_paused(daemon, faultserver, key):

@@ -240,7 +240,9 @@ final class DownloadTask: TransferTask {
                 wholeAlready = true
                 total = remote
             } else {
-                // The remote file changed (or the server will not serve the rest): start over.
+                // The remote file changed (or the server will not serve the rest): this request
+                // ends and the download starts over from byte 0, in this attempt (as after a
+                // `200` to a range: no retry is spent, the part is never spliced).
                 let why: String
                 if let stated, let known, stated != known {
                     why = "the remote file is now \(stated) bytes, not \(known)"
@@ -249,8 +251,9 @@ final class DownloadTask: TransferTask {
                 } else {
                     why = "the remote file is shorter than the part"
                 }
-                resetToZero()
-                abortError = TransferError(.httpStatus, "HTTP 416: \(why); starting over", retryable: true)
+                Log.info("HTTP 416: \(why): restarting from byte 0", job: jobId)
+                fallbackRequested = true
+                schedulePump()
             }
             return
         }
@@ -277,6 +280,14 @@ final class DownloadTask: TransferTask {
                 // A range of another version (a cache that ignored If-Range): never spliced on.
                 // This request ends and the download starts over from byte 0, in this attempt.
                 Log.info("server answered 206 with another ETag or Last-Modified: restarting from byte 0", job: jobId)
+                fallbackRequested = true
+                schedulePump()
+                return
+            }
+            if offset > 0, let stated = cr.total, let known = record.total, stated != known {
+                // The same validators, another length: the file changed under them (an
+                // inconsistent server). Its bytes are not spliced on the part's: started over.
+                Log.info("server answered 206 for a \(stated)-byte file, not \(known): restarting from byte 0", job: jobId)
                 fallbackRequested = true
                 schedulePump()
                 return
