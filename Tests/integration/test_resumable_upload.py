@@ -175,6 +175,19 @@ def test_an_ietf_upload_cut_twice_resumes_from_the_server_offset_and_sends_every
     assert job["response"]["status"] == 200 and json.loads(job["response"]["body"])["sha256"] == digest
 
 
+def test_a_creation_answered_upload_complete_0_before_the_body_ended_sends_the_rest(daemon, ietf):
+    # A small upload: the kernel's buffers took the whole body before the answer came, so only
+    # the answer's own Upload-Complete: ?0 and Upload-Offset say the server kept part of it.
+    src = daemon.work / "early-small.bin"
+    digest = write_random_file(src, 3_000_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, early="500000", earlyoffset=1))
+    job = daemon.wait_state(id, "completed", timeout=60)
+    up = the_upload(ietf.stats(key), upload_id(job))
+    assert up["complete"] and up["sha256"] == digest, up
+    assert job["attempts"] == 1 and job["sha256"] == digest, job
+
+
 @pytest.mark.parametrize("offset", [None, 1], ids=["bare", "with-upload-offset"])
 def test_a_final_answer_before_the_body_ends_asks_the_offset_and_sends_the_rest(daemon, ietf, offset):
     # README: a server that answers 2xx before it has read the whole body has not got it; a

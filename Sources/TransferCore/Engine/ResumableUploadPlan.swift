@@ -217,7 +217,19 @@ struct ResumableUploadPlan: Equatable {
 
         case .create:
             if (200..<300).contains(s) {
-                if agreed != nil { offset = length }
+                guard agreed != nil else { return .completed }
+                let stated = Self.offset(in: response.headers)
+                if (stated.map { $0 < length } ?? false) || response.headers["upload-complete"] == "?0" {
+                    // A final answer that says the upload is not complete (the server stopped
+                    // reading): the rest goes from the offset it states, or from the one it
+                    // gives when asked.
+                    if let stated, stated < length {
+                        offset = stated
+                        return next()
+                    }
+                    return askOffsetAgain()
+                }
+                offset = length
                 return .completed
             }
             guard agreed != nil else { return .failed(RetryPolicy.error(forHTTPStatus: s)) }
@@ -252,6 +264,11 @@ struct ResumableUploadPlan: Equatable {
             if offset >= length && (agreed == .tus || request.completes) { return .completed }
             return next()
         }
+    }
+
+    /// The `Upload-Offset` a response states, when it is a number.
+    private static func offset(in headers: [String: String]) -> Int64? {
+        headers["upload-offset"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 >= 0 ? $0 : nil }
     }
 
     /// A non-2xx answer to an append (or to an IETF creation the server had accepted with a 104).
