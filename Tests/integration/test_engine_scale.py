@@ -211,8 +211,9 @@ def test_a_request_that_does_not_decode_is_refused_by_its_index_too(daemon, faul
     assert daemon.jobs() == []
 
 
-@pytest.mark.parametrize("lost", [b"{not json", b"x" * (1024 * 1024 + 10), b'{"jsonrpc": "2.0", "id": 9}'],
-                         ids=["not-json", "over-1-mib", "not-a-request"])
+@pytest.mark.parametrize("lost", [b"{not json", b"x" * (1024 * 1024 + 10), b'{"jsonrpc": "2.0", "id": 9}',
+                                  b'{"jsonrpc": "2.0", "id": 9, "method": "transfer.addMany", "params": [1]}'],
+                         ids=["not-json", "over-1-mib", "not-a-request", "a-part-without-params"])
 def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver, key, lost):
     # The lost line may have been a part: the batch must not be queued without it. The final
     # part was taken and 2 of 3 parts' jobs queued.
@@ -224,11 +225,26 @@ def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver,
     with daemon.connect() as c:
         assert c.call("transfer.addMany", part(0, 3, False))["result"] == {"batch": "L", "received": 3}
         c.send_raw(lost + b"\n")
-        assert c.recv(timeout=10)["error"]["code"] in (-32700, -32003, -32600)
+        assert c.recv(timeout=10)["error"]["code"] in (-32700, -32003, -32600, -32602)
         resp = c.call("transfer.addMany", part(3, 5, True))
         assert resp["error"]["code"] == -32602 and "was dropped" in resp["error"]["message"], resp
         assert "result" in c.call("transfer.list", {}), "the connection goes on"
     assert daemon.jobs() == []
+
+
+def test_another_methods_refused_request_between_a_batchs_parts_does_not_drop_it(daemon, faultserver, key):
+    def part(lo, hi, final):
+        return {"batch": "K", "final": final,
+                "requests": [{"url": faultserver.url(size=10, key=f"{key}-{i}"),
+                              "destination": str(daemon.work / f"k{i}")} for i in range(lo, hi)]}
+
+    with daemon.connect() as c:
+        assert c.call("transfer.addMany", part(0, 2, False))["result"] == {"batch": "K", "received": 2}
+        c.send({"jsonrpc": "2.0", "id": 77, "method": "transfer.get", "params": [1]})
+        assert c.recv(timeout=10)["error"]["code"] == -32602
+        assert c.call("transfer.get", {"id": 424242})["error"]["code"] == -32001
+        assert len(c.call("transfer.addMany", part(2, 3, True))["result"]["jobs"]) == 3
+    assert len(daemon.jobs()) == 3
 
 
 def test_final_without_batch_is_refused(daemon, faultserver, key):

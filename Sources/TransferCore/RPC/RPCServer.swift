@@ -108,11 +108,11 @@ public final class RPCServer {
             }
         }
         func refuse(_ error: RPCError) {
-            router.lineLost(conn)  // not a request it can route: perhaps a batch's part
             pending.append(
                 PendingResponse(connection: conn, id: id ?? .null, outcome: .failure(error), changesJobs: false))
         }
         guard obj["jsonrpc"] == .string("2.0"), case .string(let method)? = obj["method"] else {
+            router.lineLost(conn)  // not a request it can route: perhaps a batch's part
             return refuse(
                 RPCError(
                     code: RPCErrorCode.invalidRequest,
@@ -125,6 +125,8 @@ public final class RPCServer {
         case .object?, nil: break
         case .null?: params = nil
         default:
+            // A batch's part that cannot be read is lost; another method's request is only refused.
+            if method == RPCMethod.transferAddMany.rawValue { router.lineLost(conn) }
             guard id != nil else { return }
             return refuse(.invalidParams("params must be an object"))
         }
