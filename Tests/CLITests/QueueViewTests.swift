@@ -97,6 +97,15 @@ final class QueueViewTests: XCTestCase {
         XCTAssertEqual(lines.count, 3, "ended jobs leave the list, not the totals")
     }
 
+    /// A cancelled or failed job's missing bytes never come: they are not in the total or the ETA
+    /// (a cancelled 19 MiB job kept the ETA at 43 s beside a job that had 2 s to go).
+    func testThatTheTotalsLineLeavesOutWhatFailedOrCancelledJobsWillNeverGet() {
+        let cancelled = JobFixture.job(id: 15, state: .cancelled, bytes: 1024 * 1024, total: 20 * 1024 * 1024)
+        let failed = JobFixture.job(id: 16, state: .failed, bytes: 0, total: nil)
+        let line = QueueView.totalsLine([running, cancelled, failed], gone: [])
+        XCTAssertEqual(line, "Total: 3 jobs (1 running, 2 ended)  512.0 KiB/1.0 MiB  100.0 KiB/s  ETA 6s")
+    }
+
     func testThatATinyTerminalStillShowsTheTotalsLine() {
         XCTAssertEqual(QueueView.screen([running], gone: [], columns: 80, rows: 2).count, 1)
         XCTAssertEqual(

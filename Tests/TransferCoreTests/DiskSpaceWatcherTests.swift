@@ -77,6 +77,9 @@ final class DiskSpaceWatcherTests: XCTestCase {
         XCTAssertLessThan(abs(direct - missing), 64 << 20)
         XCTAssertEqual(DiskSpace.describe(3 << 20), "3.0 MiB")
         XCTAssertEqual(DiskSpace.describe(512), "512 bytes")
+        // As the CLI rounds: never "1024.0 GiB" (it said so for a file one byte short of 1 TiB).
+        XCTAssertEqual(DiskSpace.describe((1 << 40) - 1), "1.0 TiB")
+        XCTAssertEqual(DiskSpace.describe(1 << 50), "1.0 PiB")
     }
 
     func testThatAJobHeldBackIsNotStartedBeforeItsTime() throws {

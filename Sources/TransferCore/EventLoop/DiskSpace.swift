@@ -27,10 +27,11 @@ public enum DiskSpace {
 
     /// "1.5 MiB": a size for messages (powers of 1024, as `--limit-rate` reads them).
     public static func describe(_ bytes: Int64) -> String {
-        let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+        let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
         var v = Double(max(0, bytes))
         var u = 0
-        while v >= 1024 && u < units.count - 1 {
+        // As the CLI's sizes: a value that would print as 1024.0 is the next unit's 1.0.
+        while v >= 1023.95 && u < units.count - 1 {
             v /= 1024
             u += 1
         }

@@ -177,9 +177,12 @@ final class QueueView {
         }
         let ended = present.filter { $0.state.isFinal }.count
         if ended > 0 { counts.append("\(ended) ended") }
-        let bytes = present.reduce(Int64(0)) { $0 + $1.bytes }
-        let totals = present.compactMap(\.total)
-        let total: Int64? = totals.count == present.count ? totals.reduce(0, +) : nil
+        // The amount over the jobs that will still come to their end: a failed or cancelled job's
+        // missing bytes never come (they kept the total, and the ETA, from ever being reached).
+        let counted = present.filter { $0.state != .failed && $0.state != .cancelled }
+        let bytes = counted.reduce(Int64(0)) { $0 + $1.bytes }
+        let totals = counted.compactMap(\.total)
+        let total: Int64? = totals.count == counted.count ? totals.reduce(0, +) : nil
         let rate = present.filter { $0.state == .running }.reduce(0.0) { $0 + $1.rate }
         var eta: Double?
         if let total, rate > 0 { eta = Double(max(0, total - bytes)) / rate }
