@@ -287,7 +287,8 @@ final class DownloadTask: TransferTask {
             if offset > 0, let stated = cr.total, let known = record.total, stated != known {
                 // The same validators, another length: the file changed under them (an
                 // inconsistent server). Its bytes are not spliced on the part's: started over.
-                Log.info("server answered 206 for a \(stated)-byte file, not \(known): restarting from byte 0", job: jobId)
+                Log.info(
+                    "server answered 206 for a \(stated)-byte file, not \(known): restarting from byte 0", job: jobId)
                 fallbackRequested = true
                 schedulePump()
                 return

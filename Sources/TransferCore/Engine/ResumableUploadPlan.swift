@@ -268,7 +268,9 @@ struct ResumableUploadPlan: Equatable {
 
     /// The `Upload-Offset` a response states, when it is a number.
     private static func offset(in headers: [String: String]) -> Int64? {
-        headers["upload-offset"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 >= 0 ? $0 : nil }
+        headers["upload-offset"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap {
+            $0 >= 0 ? $0 : nil
+        }
     }
 
     /// A non-2xx answer to an append (or to an IETF creation the server had accepted with a 104).
