@@ -60,8 +60,7 @@ extension Engine {
     /// Checks a request as ``add(_:)`` would, without queuing it; returns the new job's row.
     public func prepare(_ request: TransferRequest) throws -> JobRecord {
         var directories = Set<String>()
-        var resolved: [String: String] = [:]
-        return try prepareRecord(request, claimed: [], knownDirectories: &directories, resolved: &resolved)
+        return try prepareRecord(request, claimed: [], knownDirectories: &directories, resolved: &resolvedThisPass)
     }
 
     /// Holds a batch part's rows in the store until the batch is complete.

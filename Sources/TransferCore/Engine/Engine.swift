@@ -90,6 +90,10 @@ public final class Engine: AttemptHost {
     var ending: [Int64: JobRecord] = [:]
     /// The row changes of this loop pass, committed together (``commit()``).
     var batch = WriteBatch()
+    /// Directories resolved for the requests prepared in this loop pass (``CanonicalPath``): a
+    /// batch's part is prepared a request at a time, and its requests share their directories.
+    /// Emptied at the pass's end (``commit()``), so a link changed later is seen.
+    var resolvedThisPass: [String: String] = [:]
     /// Rows of jobs queued by a list sent in one message (up to
     /// ``EngineConfig/queuedRecordCacheLimit``), so starting them needs no read; kept current by
     /// ``write(_:_:loaded:)`` as the tasks' records are, dropped when started or deleted.
@@ -361,6 +365,7 @@ public final class Engine: AttemptHost {
     /// Writes the changes of this loop pass in one transaction, then runs what waited for it
     /// (renames) and sends the events. A failed commit keeps the changes for the next try.
     public func commit() throws {
+        if !resolvedThisPass.isEmpty { resolvedThisPass = [:] }
         if !batch.isEmpty {
             try store.commit(batch, now: Timestamp.now())
             batch = WriteBatch()
