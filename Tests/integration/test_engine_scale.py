@@ -211,6 +211,13 @@ def test_a_request_that_does_not_decode_is_refused_by_its_index_too(daemon, faul
     assert daemon.jobs() == []
 
 
+def batch_part(daemon, faultserver, key, batch, lo, hi, final):
+    """Part `batch` of a transfer.addMany list: requests lo..hi-1, each its own small file."""
+    return {"batch": batch, "final": final,
+            "requests": [{"url": faultserver.url(size=10, key=f"{key}-{i}"),
+                          "destination": str(daemon.work / f"{batch}{i}")} for i in range(lo, hi)]}
+
+
 @pytest.mark.parametrize("lost", [b"{not json", b"x" * (1024 * 1024 + 10), b'{"jsonrpc": "2.0", "id": 9}',
                                   b'{"jsonrpc": "2.0", "id": 9, "method": "transfer.addMany", "params": [1]}'],
                          ids=["not-json", "over-1-mib", "not-a-request", "a-part-without-params"])
@@ -218,9 +225,7 @@ def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver,
     # The lost line may have been a part: the batch must not be queued without it. The final
     # part was taken and 2 of 3 parts' jobs queued.
     def part(lo, hi, final):
-        return {"batch": "L", "final": final,
-                "requests": [{"url": faultserver.url(size=10, key=f"{key}-{i}"),
-                              "destination": str(daemon.work / f"l{i}")} for i in range(lo, hi)]}
+        return batch_part(daemon, faultserver, key, "L", lo, hi, final)
 
     with daemon.connect() as c:
         assert c.call("transfer.addMany", part(0, 3, False))["result"] == {"batch": "L", "received": 3}
@@ -234,9 +239,7 @@ def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver,
 
 def test_another_methods_refused_request_between_a_batchs_parts_does_not_drop_it(daemon, faultserver, key):
     def part(lo, hi, final):
-        return {"batch": "K", "final": final,
-                "requests": [{"url": faultserver.url(size=10, key=f"{key}-{i}"),
-                              "destination": str(daemon.work / f"k{i}")} for i in range(lo, hi)]}
+        return batch_part(daemon, faultserver, key, "K", lo, hi, final)
 
     with daemon.connect() as c:
         assert c.call("transfer.addMany", part(0, 2, False))["result"] == {"batch": "K", "received": 2}
