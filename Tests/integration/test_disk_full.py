@@ -228,5 +228,28 @@ def test_an_upload_with_retries_0_is_not_sent_again_when_its_response_file_finds
     job = daemon.wait_state(id, ("failed", "waiting"), timeout=20)
     assert job["state"] == "failed" and job["error"]["code"] == "disk_full", job
     assert job["error"]["retryable"] is False and "--retries 0" in job["error"]["message"], job
+    assert not job["error"]["message"].startswith("waiting for"), "a failed job waits for nothing"
     assert len(faultserver.log(key)) == 1
     assert not (fs.path / "resp.json").exists() and not (fs.path / "resp.json.aftpart").exists()
+
+
+def test_an_upload_whose_response_file_finds_the_disk_full_waits_for_the_whole_response(
+        daemon, faultserver, key, tmpfs):
+    # The response's length is known (Content-Length): the job waits until all of it fits. It
+    # waited for 1 MiB, as for an unknown size, and sent its body again and again while between.
+    fs = tmpfs(4 * MiB)
+    fs.fill()
+    src = daemon.work / "up2.bin"
+    src.write_bytes(os.urandom(50_000))
+    respsize = 3 * MiB
+    id = daemon.upload(src, faultserver.url("/upload", key=key, respsize=respsize), "--response",
+                       fs.path / "resp.bin", "--resumable", "off")
+    job = daemon.wait_state(id, "waiting", timeout=20)
+    assert job["waitReason"] == "disk" and "3.0 MiB" in job["error"]["message"], job
+    os.truncate(fs.filler, fs.filler.stat().st_size - 2 * MiB)  # 2 MiB free: not enough
+    time.sleep(7)
+    assert len(faultserver.log(key)) == 1, "sent again before its response could fit"
+    assert daemon.job(id)["state"] == "waiting"
+    fs.filler.unlink()
+    daemon.wait_state(id, "completed", timeout=30)
+    assert len(faultserver.log(key)) == 2 and (fs.path / "resp.bin").stat().st_size >= respsize

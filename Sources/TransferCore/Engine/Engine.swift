@@ -699,9 +699,11 @@ public final class Engine: AttemptHost {
         case .failed(var err, let retryAfter, let retrySpent):
             if task is DownloadTask, err.code != .checksum { lastBytes[id] = task.bytes }
             if task.failedOnReusedConnection { freshConnectionNext.insert(id) }
-            if err.code == .diskFull {
+            if err.code == .diskFull, scheduler.facts[id].map(JobMachine.waitsForDisk) ?? true {
                 // `status` says what the job waits for (SPEC "Disk full").
-                var need = diskNeed(task.record, bytes: task.bytes, total: task.total ?? task.record.total)
+                var need = diskNeed(
+                    task.record, bytes: task.bytes, total: task.total ?? task.record.total,
+                    responseLength: (task as? UploadTask)?.responseLength)
                 let strikes = diskStrikes[id].map { $0.bytes >= task.bytes ? $0.count + 1 : 0 } ?? 0
                 diskStrikes[id] = (task.bytes, strikes)
                 if strikes > 0 {
@@ -794,11 +796,18 @@ public final class Engine: AttemptHost {
 
     /// What a job that ran out of space waits for: the rest of its known size on the file
     /// system of its part (or of an upload's response file), else more than 1 MiB.
-    private func diskNeed(_ r: JobRecord, bytes: Int64, total: Int64?) -> DiskSpaceWatcher.Need {
+    private func diskNeed(
+        _ r: JobRecord, bytes: Int64, total: Int64?, responseLength: Int64? = nil
+    ) -> DiskSpaceWatcher.Need {
         let file = r.kind == .download ? r.destination.map(Destination.partPath) : r.request.response
         let dir = file.map { ($0 as NSString).deletingLastPathComponent } ?? r.request.directory ?? "/"
         if r.kind == .download, let total, total > bytes {
             return DiskSpaceWatcher.Need(path: dir, bytes: total - bytes, sizeKnown: true)
+        }
+        if r.kind == .upload, let responseLength, responseLength > 0 {
+            // The response file is written again whole by the next attempt (which sends the body
+            // again): it waits for all of it, not for the 1 MiB of an unknown size.
+            return DiskSpaceWatcher.Need(path: dir, bytes: responseLength, sizeKnown: true)
         }
         return DiskSpaceWatcher.Need(path: dir, bytes: DiskSpaceWatcher.unknownSizeNeed, sizeKnown: false)
     }

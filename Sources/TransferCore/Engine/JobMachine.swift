@@ -305,12 +305,19 @@ public enum JobMachine {
         }
     }
 
+    /// Whether a job whose attempt found the disk full waits for space (SPEC "Disk full"): all do
+    /// but an upload with `--retries 0`, which waiting would send again (its response file is what
+    /// did not fit; `--retries 0` is for endpoints that must never see a request twice).
+    public static func waitsForDisk(_ job: JobFacts) -> Bool {
+        !(job.kind == .upload && job.retryLimit == 0)
+    }
+
     /// A failed attempt: wait for space, wait for the network, wait on a retry timer, or fail.
     private static func failed(
         _ job: JobFacts, _ error: TransferError, retryAfter: Double?, retrySpent: Bool, _ ctx: MachineContext
     ) -> JobTransition {
         var p = JobPatch()
-        if error.code == .diskFull && job.kind == .upload && job.retryLimit == 0 {
+        if error.code == .diskFull && !waitsForDisk(job) {
             // Waiting for space would send the upload again (its response file is what did not
             // fit): `--retries 0` is for endpoints that must never see a request twice (SPEC).
             var final = error

@@ -30,6 +30,9 @@ final class UploadTask: TransferTask {
     private var fileHasher: RangeHasher?
     /// `--response FILE`, written through `FILE.aftpart`.
     private var responsePart: PartFile?
+    /// The length the current response announced (`Content-Length`), or nil: what its
+    /// `--response` file needs on disk (``Engine`` waits for that much after a full disk).
+    var responseLength: Int64? { header("content-length").flatMap { Int64($0) } }
     /// Whether the current response's body goes to ``responsePart``.
     private var bodyToFile = false
     /// Whether the current response is the final one (its body is captured at all).
