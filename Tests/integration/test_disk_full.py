@@ -215,16 +215,22 @@ def test_a_job_waiting_for_space_can_be_paused_resumed_and_cancelled(daemon, fau
     assert daemon.job(id)["state"] == "cancelled"
 
 
+def upload_with_response_on_a_full_disk(daemon, faultserver, key, fs, respsize, name, *extra):
+    """An upload of 50,000 bytes whose answer of about `respsize` bytes goes to `name` on the full
+    file system `fs`; returns its id."""
+    fs.fill()
+    src = daemon.work / f"{name}.src"
+    src.write_bytes(os.urandom(50_000))
+    return daemon.upload(src, faultserver.url("/upload", key=key, respsize=respsize), "--response",
+                         fs.path / name, "--resumable", "off", *extra)
+
+
 def test_an_upload_with_retries_0_is_not_sent_again_when_its_response_file_finds_the_disk_full(
         daemon, faultserver, key, tmpfs):
     # Waiting for space would send the body again: `--retries 0` is for endpoints that must never
     # see a request twice (SPEC), so the job fails instead; the server saw it once.
     fs = tmpfs(2 * MiB)
-    fs.fill()
-    src = daemon.work / "up.bin"
-    src.write_bytes(os.urandom(50_000))
-    id = daemon.upload(src, faultserver.url("/upload", key=key, respsize=300_000), "--response",
-                       fs.path / "resp.json", "--retries", "0", "--resumable", "off")
+    id = upload_with_response_on_a_full_disk(daemon, faultserver, key, fs, 300_000, "resp.json", "--retries", "0")
     job = daemon.wait_state(id, ("failed", "waiting"), timeout=20)
     assert job["state"] == "failed" and job["error"]["code"] == "disk_full", job
     assert job["error"]["retryable"] is False and "--retries 0" in job["error"]["message"], job
@@ -238,12 +244,8 @@ def test_an_upload_whose_response_file_finds_the_disk_full_waits_for_the_whole_r
     # The response's length is known (Content-Length): the job waits until all of it fits. It
     # waited for 1 MiB, as for an unknown size, and sent its body again and again while between.
     fs = tmpfs(4 * MiB)
-    fs.fill()
-    src = daemon.work / "up2.bin"
-    src.write_bytes(os.urandom(50_000))
     respsize = 3 * MiB
-    id = daemon.upload(src, faultserver.url("/upload", key=key, respsize=respsize), "--response",
-                       fs.path / "resp.bin", "--resumable", "off")
+    id = upload_with_response_on_a_full_disk(daemon, faultserver, key, fs, respsize, "resp.bin")
     job = daemon.wait_state(id, "waiting", timeout=20)
     assert job["waitReason"] == "disk" and "3.0 MiB" in job["error"]["message"], job
     os.truncate(fs.filler, fs.filler.stat().st_size - 2 * MiB)  # 2 MiB free: not enough
