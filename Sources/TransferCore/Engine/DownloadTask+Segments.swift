@@ -99,6 +99,15 @@ extension DownloadTask {
         return n < data.count ? .reachedEnd : .accept
     }
 
+    /// Ends this request (and every range's) and starts the download over from byte 0 on one
+    /// connection, in this attempt (``fallBackToOneConnection()``, run by ``pump()``): the part's
+    /// bytes and the server's are of two versions, never spliced. No retry is spent.
+    func startOver(_ why: String) {
+        Log.info("\(why): restarting from byte 0 on one connection", job: jobId)
+        fallbackRequested = true
+        schedulePump()
+    }
+
     /// Runs ``pump()`` soon on the loop (never inside a curl callback).
     func schedulePump() {
         if pumpTimer == nil { pumpTimer = LoopTimer(loop: engine.loop) }
@@ -214,9 +223,7 @@ extension DownloadTask {
             return true
         }
         if (200..<300).contains(s) {
-            Log.info("a range got \(s) (or another version): restarting from byte 0 on one connection", job: jobId)
-            fallbackRequested = true
-            schedulePump()
+            startOver("a range got \(s) (or another version)")
             return false
         }
         c.failure = RetryPolicy.error(forHTTPStatus: s)

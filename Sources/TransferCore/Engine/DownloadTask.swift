@@ -251,9 +251,7 @@ final class DownloadTask: TransferTask {
                 } else {
                     why = "the remote file is shorter than the part"
                 }
-                Log.info("HTTP 416: \(why): restarting from byte 0", job: jobId)
-                fallbackRequested = true
-                schedulePump()
+                startOver("HTTP 416: \(why)")
             }
             return
         }
@@ -279,18 +277,13 @@ final class DownloadTask: TransferTask {
             if offset > 0, !validatorsMatch(etag: header("etag"), lastModified: header("last-modified")) {
                 // A range of another version (a cache that ignored If-Range): never spliced on.
                 // This request ends and the download starts over from byte 0, in this attempt.
-                Log.info("server answered 206 with another ETag or Last-Modified: restarting from byte 0", job: jobId)
-                fallbackRequested = true
-                schedulePump()
+                startOver("server answered 206 with another ETag or Last-Modified")
                 return
             }
             if offset > 0, let stated = cr.total, let known = record.total, stated != known {
                 // The same validators, another length: the file changed under them (an
                 // inconsistent server). Its bytes are not spliced on the part's: started over.
-                Log.info(
-                    "server answered 206 for a \(stated)-byte file, not \(known): restarting from byte 0", job: jobId)
-                fallbackRequested = true
-                schedulePump()
+                startOver("server answered 206 for a \(stated)-byte file, not \(known)")
                 return
             }
             total = cr.total

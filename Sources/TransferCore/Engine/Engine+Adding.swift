@@ -130,13 +130,12 @@ extension Engine {
         records.reserveCapacity(requests.count)
         var claimed: Set<String> = []
         var directories: Set<String> = []
-        var resolved: [String: String] = [:]
         // One time for the whole list: its jobs share their timestamps (and their strings).
         let now = Timestamp.now()
         for (i, request) in requests.enumerated() {
             do {
                 let r = try prepareRecord(
-                    request, claimed: claimed, knownDirectories: &directories, resolved: &resolved, now: now)
+                    request, claimed: claimed, knownDirectories: &directories, resolved: &resolvedThisPass, now: now)
                 if let d = r.heldPath { claimed.insert(d) }
                 records.append(r)
             } catch let e as TransferError {

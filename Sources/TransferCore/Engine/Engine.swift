@@ -91,7 +91,7 @@ public final class Engine: AttemptHost {
     /// The row changes of this loop pass, committed together (``commit()``).
     var batch = WriteBatch()
     /// Directories resolved for the requests prepared in this loop pass (``CanonicalPath``): a
-    /// batch's part is prepared a request at a time, and its requests share their directories.
+    /// list's requests, and a batch's part prepared a request at a time, share their directories.
     /// Emptied at the pass's end (``commit()``), so a link changed later is seen.
     var resolvedThisPass: [String: String] = [:]
     /// Rows of jobs queued by a list sent in one message (up to

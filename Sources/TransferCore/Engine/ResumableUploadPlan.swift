@@ -82,6 +82,9 @@ struct ResumableUploadPlan: Equatable {
         /// The URL that answered (after redirects): a `Location` is resolved against it. Nil: the
         /// request's own URL.
         var url: String? = nil
+        /// Whether the request's body was all handed over before this answer came (a final 2xx
+        /// before it is the server stopping part way: ``answeredBeforeTheBodyEnded()``).
+        var bodySentWhole = true
     }
 
     // MARK: - The job's facts
@@ -218,6 +221,8 @@ struct ResumableUploadPlan: Equatable {
         case .create:
             if (200..<300).contains(s) {
                 guard agreed != nil else { return .completed }
+                // An early answer to the creation says nothing the rest can be sent on.
+                if !response.bodySentWhole { return answeredBeforeTheBodyEnded() }
                 let stated = Self.offset(in: response.headers)
                 if (stated.map { $0 < length } ?? false) || response.headers["upload-complete"] == "?0" {
                     // A final answer that says the upload is not complete (the server stopped
@@ -253,6 +258,10 @@ struct ResumableUploadPlan: Equatable {
 
         case .append:
             guard (200..<300).contains(s) else { return afterRefusal(response, of: request) }
+            // An early answer's `Upload-Offset` says what the server kept; without one, it is asked.
+            if !response.bodySentWhole && response.headers["upload-offset"] == nil {
+                return answeredBeforeTheBodyEnded()
+            }
             conflicts = 0
             var acknowledged = request.bodyOffset + (request.bodyLength ?? 0)
             if let text = response.headers["upload-offset"], let n = Int64(text.trimmingCharacters(in: .whitespaces)),

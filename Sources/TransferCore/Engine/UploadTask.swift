@@ -328,21 +328,16 @@ final class UploadTask: TransferTask {
 
     override func followUp() -> Bool {
         guard var p = plan, let s = lastStatus else { return false }
-        let fields = responseFields()
-        let verdict: ResumableUploadPlan.Verdict
-        if (200..<300).contains(s), p.uploadURL != nil, let r = request, let n = r.bodyLength,
-            bytes < r.bodyOffset + n, r.purpose == .create || fields["upload-offset"] == nil
-        {
-            // A final answer before the body's end (README: a resumable upload asks the server's
-            // offset and sends the rest). An append's `Upload-Offset` says what the server kept;
-            // the creation's answer would be taken as the whole upload's.
-            Log.info(
-                "the server answered \(s) after \(bytes) of \(r.bodyOffset + n) bytes were sent: asking its offset",
-                job: jobId)
-            verdict = p.answeredBeforeTheBodyEnded()
-        } else {
-            verdict = p.received(ResumableUploadPlan.Response(status: s, headers: fields, url: currentURL))
+        // A final answer before the body's end: the plan asks the server's offset and sends the
+        // rest (README).
+        let end = request.flatMap { r in r.bodyLength.map { r.bodyOffset + $0 } }
+        let sentWhole = end.map { bytes >= $0 } ?? true
+        if !sentWhole, let end, (200..<300).contains(s) {
+            Log.info("the server answered \(s) after \(bytes) of \(end) bytes were sent", job: jobId)
         }
+        let verdict = p.received(
+            ResumableUploadPlan.Response(
+                status: s, headers: responseFields(), url: currentURL, bodySentWhole: sentWhole))
         plan = p
         persistPlan()
         switch verdict {

@@ -188,11 +188,7 @@ public final class BatchAssembler {
     @discardableResult
     public func dropOpen(owner: Int) -> [Key] {
         let open = pending.keys.filter { $0.owner == owner }
-        for key in open {
-            pending[key] = nil
-            dropped.insert(key)
-            discard(key)
-        }
+        for key in open { dropPending(key) }
         return open
     }
 
@@ -209,11 +205,14 @@ public final class BatchAssembler {
     public func expire() -> [Key] {
         let now = clock()
         let idle = pending.filter { now - $0.value.lastPartAt >= Self.timeout }.map(\.key)
-        for key in idle {
-            pending[key] = nil
-            dropped.insert(key)
-            discard(key)
-        }
+        for key in idle { dropPending(key) }
         return idle
+    }
+
+    /// Drops a batch still waiting for parts: its held rows are forgotten, its later parts refused.
+    private func dropPending(_ key: Key) {
+        pending[key] = nil
+        dropped.insert(key)
+        discard(key)
     }
 }
