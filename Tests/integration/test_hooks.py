@@ -49,6 +49,20 @@ def test_that_an_on_end_hook_gets_the_job_object_on_stdin_and_the_environment(da
     assert "on-end hook exited 0" in daemon.log_text()
 
 
+def test_that_a_hooks_output_reaches_the_log_with_its_control_characters_shown(daemon, faultserver, key):
+    # README "Text for people never carries control characters": the log is read on terminals too
+    # (a daemon started by hand): ESC, BEL, CR and a C1 character are shown, not written.
+    cmd = r"printf 'A\033]0;pwn\007B\rC\nD\302\233E'"
+    id = daemon.download(faultserver.url(key=key, size=100), "-o", str(daemon.work / "cc.bin"), "--on-end", cmd)
+    job = hook_done(daemon, id)
+    assert job["hook"]["output"] == "A\x1b]0;pwn\x07B\rC\nD\u009bE", "the job's field is exact"
+    text = daemon.log_text()
+    line = next(l for l in text.splitlines() if f"job={id}" in l and "hook exited" in l)
+    assert "output: A^[]0;pwn^GB^MC D\ufffdE" in line, line
+    for c in ("\x1b", "\x07", "\r", "\u009b"):
+        assert c not in text, f"{c!r} written to the log as is"
+
+
 def test_that_failed_and_cancelled_jobs_run_their_hooks_and_the_daemons_hook_runs_after_the_jobs(
         daemon_factory, faultserver, key):
     d, log = daemon_with_a_hook_log(daemon_factory, "order.log")

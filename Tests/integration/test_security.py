@@ -796,6 +796,22 @@ def test_that_a_path_with_control_characters_reaches_the_terminal_escaped_in_mes
     daemon.cli("cancel", str(id), check=True)
 
 
+def test_that_the_daemons_refusals_show_control_characters_as_the_readme_says(daemon, faultserver, key):
+    # Found by an outside audit: the daemon's checks wrote "?" for them (`x?]0;T?y.bin`), where the
+    # README promises `^[` and `^G` as everywhere else.
+    taken = daemon.work / "x\x1b]0;T\x07y.bin"
+    taken.write_bytes(b"mine")
+    r = daemon.cli("download", faultserver.url(key=key, size=10), "-o", str(taken), check=2)
+    assert "x^[]0;T^Gy.bin already exists" in r.err, repr(r.err)
+    missing = daemon.work / "no\x1b[1mdir" / "f.bin"
+    r = daemon.cli("download", faultserver.url(key=key, size=10), "-o", str(missing), check=2)
+    assert "no^[[1mdir does not exist" in r.err, repr(r.err)
+    reply = daemon.rpc("transfer.add", {"kind": "download", "url": faultserver.url(key=key, size=10),
+                                        "destination": str(taken)})
+    assert "x^[]0;T^Gy.bin already exists" in reply["error"]["message"], reply
+    assert taken.read_bytes() == b"mine"
+
+
 @pytest.mark.parametrize("size", [1000, 600_000], ids=["small", "large"])
 def test_a_link_at_the_parts_name_is_never_written_through(daemon, faultserver, key, size):
     # The bytes went to the link's target, outside the directory, and the link was renamed into

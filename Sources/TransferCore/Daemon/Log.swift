@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 
-/// The daemon's log: one line an event on stderr, with the job id when there is one.
+/// The daemon's log: one line an event on stderr, with the job id when there is one; text from
+/// outside in it has its control characters shown (``PrintableText``).
 public enum Log {
     /// Buffers the lines (the daemon calls this once): they are written together by ``flush()``
     /// at the end of each loop pass, not with one `write` each (three a job, with thousands of
@@ -25,9 +26,16 @@ public enum Log {
             line += String(job)
         }
         line += " "
-        if message.utf8.contains(UInt8(ascii: "\n")) {
-            line += String(
-                decoding: message.utf8.map { $0 == UInt8(ascii: "\n") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+        // One line an event: a line feed in the message (a hook's output, a server's error)
+        // becomes a space, and every other control character is shown (``PrintableText``), so
+        // that nothing from outside moves the cursor of the terminal the log is read on.
+        if PrintableText.needsEscaping(message) {
+            let newline = UInt8(ascii: "\n")
+            let joined =
+                message.utf8.contains(newline)
+                ? String(decoding: message.utf8.map { $0 == newline ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+                : message
+            line += PrintableText.of(joined)
         } else {
             line += message
         }
@@ -39,7 +47,7 @@ public enum Log {
 extension Log {
     /// Writes a message line as is (start-up errors meant for people).
     public static func plain(_ message: String) {
-        fputs(message + "\n", stderr)
+        fputs(PrintableText.of(message, keepingNewlines: true) + "\n", stderr)
         fflush(stderr)
     }
 }

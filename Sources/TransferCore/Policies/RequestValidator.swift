@@ -496,14 +496,11 @@ public enum RequestValidator {
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(b)
     }
 
-    /// Untrusted text shortened and stripped of control characters, for a message.
+    /// Untrusted text shortened, its control characters shown (``PrintableText``), for a message.
     private static func printable(_ s: String) -> String {
         let limit = 100
-        var out = String.UnicodeScalarView()
-        for c in s.unicodeScalars.prefix(limit) {
-            out.append(c.properties.generalCategory == .control ? "?" : c)
-        }
-        return String(out) + (s.unicodeScalars.count > limit ? "…" : "")
+        let kept = String(String.UnicodeScalarView(s.unicodeScalars.prefix(limit)))
+        return PrintableText.of(kept) + (s.unicodeScalars.count > limit ? "…" : "")
     }
 
     private static func invalid(_ message: String) -> TransferError {

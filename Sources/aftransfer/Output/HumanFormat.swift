@@ -1,4 +1,5 @@
 import Foundation
+import TransferCore
 
 /// Numbers for people: `12.3 MiB`, `4.5 MiB/s`, `1m05s`.
 enum HumanFormat {
@@ -10,24 +11,7 @@ enum HumanFormat {
     /// would otherwise move the cursor, retitle the window or rewrite what the table showed.
     /// With `keepingNewlines`, a line feed stays one (a message of several lines).
     static func printable(_ text: String, keepingNewlines: Bool = false) -> String {
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
-        var out = String.UnicodeScalarView()
-        for s in text.unicodeScalars {
-            switch s.value {
-            case 0x0A where keepingNewlines:
-                out.append(s)
-            case 0x00...0x1F:
-                out.append("^")
-                out.append(Unicode.Scalar(UInt8(s.value + 0x40)))
-            case 0x7F:
-                out.append(contentsOf: "^?".unicodeScalars)
-            case 0x80...0x9F:
-                out.append("\u{FFFD}")
-            default:
-                out.append(s)
-            }
-        }
-        return String(out)
+        PrintableText.of(text, keepingNewlines: keepingNewlines)
     }
 
     /// Bytes in powers of 1024: `512 B`, `1.0 KiB`, `12.3 MiB`.
