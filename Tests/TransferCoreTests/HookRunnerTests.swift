@@ -45,11 +45,14 @@ final class HookRunnerTests: XCTestCase {
         var status: Int?
         var finishedAt: Date?
         let start = Date()
-        hooks.run(.job(1), command: "sleep 30 & echo $! > \(pidFile)", input: [], environment: [:]) { _, result, _ in
+        hooks.run(.job(1), job: 1, command: "sleep 30 & echo $! > \(pidFile)", input: [], environment: [:]) {
+            _, result, _ in
             status = result.exitStatus
             finishedAt = Date()
         }
-        loop.run()
+        // SPEC: one log line an event, with the job id (an outside audit found this one without).
+        let log = capturingStderr { loop.run() }
+        XCTAssertTrue(log.contains(" job=1 killing what a hook left running"), log)
         XCTAssertEqual(status, 0)
         XCTAssertLessThan(try XCTUnwrap(finishedAt).timeIntervalSince(start), 0.9, "the hook finished at once")
         let pid = try XCTUnwrap(

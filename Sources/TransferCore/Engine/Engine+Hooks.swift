@@ -85,7 +85,7 @@ extension Engine {
         ]
         let which = stage == .job ? "job" : "daemon"
         let startedNow = hooks.run(
-            owner, command: command, input: input, environment: env,
+            owner, job: id, command: command, input: input, environment: env,
             started: { Log.info("running the \(which)'s on-end hook (\(state))", job: id) }
         ) { [weak self] owner, result, timedOut in
             guard let self else { return }

@@ -61,6 +61,8 @@ public final class HookRunner {
     /// A hook waiting for a free slot.
     private struct Request {
         var owner: Owner
+        /// The job whose ending it is, for the log.
+        let job: Int64?
         let command: String
         let input: [UInt8]
         let environment: [String: String]
@@ -71,10 +73,12 @@ public final class HookRunner {
     /// A running hook; its owner changes when the ending it runs for is left (``adopt(_:by:)``).
     private final class Slot {
         var owner: Owner
+        let job: Int64?
         var runner: ProcessRunner?
         let completion: (Owner, HookResult, Bool) -> Void
-        init(owner: Owner, completion: @escaping (Owner, HookResult, Bool) -> Void) {
+        init(owner: Owner, job: Int64?, completion: @escaping (Owner, HookResult, Bool) -> Void) {
             self.owner = owner
+            self.job = job
             self.completion = completion
         }
     }
@@ -126,6 +130,7 @@ public final class HookRunner {
 
     /// Starts `command` for `owner`, or queues it while ``maxConcurrent`` hooks run.
     /// - Parameters:
+    ///   - job: the job whose ending it is (its log lines name it).
     ///   - input: the job object as JSON (the hook's stdin).
     ///   - environment: the variables added to the daemon's environment.
     ///   - started: runs when the hook's process is started (at once, or when a slot frees).
@@ -134,11 +139,11 @@ public final class HookRunner {
     /// - Returns: false when the hook waits for a slot.
     @discardableResult
     func run(
-        _ owner: Owner, command: String, input: [UInt8], environment: [String: String],
+        _ owner: Owner, job: Int64? = nil, command: String, input: [UInt8], environment: [String: String],
         started: @escaping () -> Void = {}, completion: @escaping (Owner, HookResult, Bool) -> Void
     ) -> Bool {
         let request = Request(
-            owner: owner, command: command, input: input, environment: environment, started: started,
+            owner: owner, job: job, command: command, input: input, environment: environment, started: started,
             completion: completion)
         // Left pending in the store: the next start runs it.
         if stopped { return false }
@@ -164,7 +169,7 @@ public final class HookRunner {
 
     /// Kills process group `group` (what a finished hook left running) when its hook's time
     /// bound runs out.
-    private func killAtBound(group: Int32, deadline: UInt64) {
+    private func killAtBound(group: Int32, deadline: UInt64, job: Int64?) {
         let timer = LoopTimer(loop: loop)
         lingering[group]?.close()
         lingering[group] = timer
@@ -172,8 +177,8 @@ public final class HookRunner {
         timer.start(after: deadline > now ? deadline - now : 0) { [weak self] in
             if kill(-group, 0) == 0 {
                 Log.info(
-                    "killing what a hook left running (process group \(group)) at its \(Int(HookRunner.timeout)) s bound"
-                )
+                    "killing what a hook left running (process group \(group)) at its \(Int(HookRunner.timeout)) s bound",
+                    job: job)
                 kill(-group, SIGKILL)
             }
             self?.lingering.removeValue(forKey: group)?.close()
@@ -213,7 +218,7 @@ public final class HookRunner {
         let executable = viaSetpriv ? Self.setpriv : Self.shell
         let shell = [Self.shell, "-c", Self.groupKeeper, command]
         let arguments = viaSetpriv ? ["setpriv", "--pdeathsig", "TERM", "--"] + shell : shell
-        let slot = Slot(owner: request.owner, completion: completion)
+        let slot = Slot(owner: request.owner, job: request.job, completion: completion)
         request.started()
         do {
             slot.runner = try ProcessRunner(
@@ -222,7 +227,7 @@ public final class HookRunner {
             ) { [weak self] outcome in
                 self?.running[slot.owner] = nil
                 if let runner = slot.runner, !outcome.timedOut, runner.groupLingers {
-                    self?.killAtBound(group: runner.pid, deadline: runner.deadline)
+                    self?.killAtBound(group: runner.pid, deadline: runner.deadline, job: slot.job)
                 }
                 slot.runner = nil
                 let result = HookResult(exitStatus: outcome.exitStatus, output: Self.text(of: outcome.output))
