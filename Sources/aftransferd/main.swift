@@ -69,6 +69,8 @@ struct AFTransferDaemon: ParsableCommand {
         // As the CLI: an unset variable in a script must not reach (or start on) the default home.
         if home?.isEmpty == true { throw ValidationError("--home cannot be empty.") }
         if socket?.isEmpty == true { throw ValidationError("--socket cannot be empty.") }
+        // Before the home's files are made: a path too long for `sun_path` cannot be bound.
+        if let problem = Paths.resolve(home: home, socket: socket).socketProblem { throw ValidationError(problem) }
         if let onEnd {
             // As the CLI's --on-end (RequestValidator): a command that says nothing is a mistake.
             if onEnd.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {

@@ -112,14 +112,24 @@ def test_a_socket_in_a_missing_directory_is_named_as_such(daemon_factory):
 
 def test_a_socket_path_too_long_for_sun_path_is_refused_not_cut_short(daemon_factory):
     # sun_path holds 107 bytes: a longer path would be bound cut short, at a path nobody uses.
+    # Bad usage (exit 2), refused before the home's files are made (an outside audit: the daemon
+    # made the database, lock and reserve, then exited 1; the CLI started it, then exited 3).
     d = daemon_factory(start=False)
     long_dir = d.work / ("y" * 120)
     long_dir.mkdir()
-    p = subprocess.run(d.command(("--socket", str(long_dir / "s.sock"))), capture_output=True, text=True,
-                       timeout=15, env=d.env)
-    assert p.returncode == 1 and "at most 107 bytes" in p.stderr, p.stderr
+    sock = str(long_dir / "s.sock")
+    p = subprocess.run(d.command(("--socket", sock)), capture_output=True, text=True, timeout=15, env=d.env)
+    assert p.returncode == 2 and "a Unix socket path has at most 107" in p.stderr, p.stderr
     assert sorted(x.name for x in d.work.iterdir()) == [long_dir.name], "nothing was bound anywhere"
     assert list(long_dir.iterdir()) == []
+    assert not d.database.exists(), "the home's files were made"
+    for args in (["--socket", sock], []):
+        home = long_dir if not args else d.home  # <home>/aftransferd.sock is too long as well
+        r = subprocess.run([d.cli_exe, "list", "--home", str(home), *args], capture_output=True, text=True,
+                           timeout=15, env=d.env)
+        assert r.returncode == 2 and "a Unix socket path has at most 107" in r.stderr, r
+        assert not (home / "aftransferd.lock").exists() and not (home / "transfers.sqlite").exists(), \
+            "a daemon was started"
 
 
 def test_logs_go_to_stderr_one_line_an_event_with_the_job_id(daemon, faultserver, key):

@@ -15,6 +15,16 @@ public struct Paths: Sendable, Equatable {
     /// The daemon's log when started detached.
     public var log: String { home + "/aftransferd.log" }
 
+    /// Why no daemon can listen on ``socket``, or nil: a Unix socket's path has at most 107 bytes
+    /// (`sun_path`). Both programs refuse such a path as bad usage (exit 2), before anything is
+    /// created or started.
+    public var socketProblem: String? {
+        let length = socket.utf8.count
+        guard length > UnixSocketAddress.maximumLength else { return nil }
+        return "the socket path \(socket) has \(length) bytes; a Unix socket path has at most "
+            + "\(UnixSocketAddress.maximumLength) (use a shorter --home or --socket)"
+    }
+
     /// Resolves home and socket: flag, then environment, then the XDG default.
     /// - Parameters:
     ///   - home: `--home DIR`, if given.

@@ -19,10 +19,12 @@ struct GlobalOptions: ParsableArguments {
     var noAutostart = false
 
     /// An empty `--home` or `--socket` (an unset variable in a script) is refused rather than read
-    /// as absent: it would reach the default home's daemon and queue, or start one there.
+    /// as absent: it would reach the default home's daemon and queue, or start one there. So is a
+    /// socket path too long for a Unix socket (no daemon could listen there).
     func validate() throws {
         if home?.isEmpty == true { throw ValidationError("--home cannot be empty.") }
         if socket?.isEmpty == true { throw ValidationError("--socket cannot be empty.") }
+        if let problem = paths.socketProblem { throw ValidationError(problem) }
     }
 
     /// The home and socket from the flags, then the environment, then the defaults.
