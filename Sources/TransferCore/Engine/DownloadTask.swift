@@ -654,7 +654,7 @@ final class DownloadTask: TransferTask {
         _ digest: String, partPath: String?, report: @escaping (AttemptOutcome) -> Void
     ) -> Bool {
         guard let want = record.request.sha256, want.lowercased() != digest else { return true }
-        if let partPath { unlink(partPath) }
+        if let partPath { PartFile.remove(partPath) }
         var p = engine.checkpointer.discard(jobId)
         p.sha256 = .some(nil)  // a digest an earlier attempt recorded is no finished file's
         write(p)
@@ -717,8 +717,7 @@ final class DownloadTask: TransferTask {
     /// Leaves nothing behind when there is nothing to resume: an empty part is deleted.
     private func removeEmptyPart() {
         guard let path = partPath else { return }
-        var st = stat()
-        if stat(path, &st) == 0 && st.st_size == 0 { unlink(path) }
+        PartFile.remove(path, onlyEmpty: true)
     }
 
     override func stopped(_ reason: StopReason, then: @escaping () -> Void) {
@@ -727,7 +726,7 @@ final class DownloadTask: TransferTask {
             held = nil
             hasher?.close()
             if let partPath {
-                unlink(partPath)
+                PartFile.remove(partPath)
                 engine.partDeleted(partPath)
             }
             part?.close()

@@ -824,7 +824,7 @@ public final class Engine: AttemptHost {
         }
         // A download's part, or an upload's response file being written when it stopped.
         if let part = part(of: r) {
-            unlink(part.path)
+            PartFile.remove(part.path)
             batch.partDeleted(part.path)
         }
     }
@@ -842,7 +842,7 @@ public final class Engine: AttemptHost {
     /// once the scheduler knows the destinations held.
     private func deleteDoomedParts() throws {
         for part in try store.doomedParts() {
-            if scheduler.holder(of: part.destination) == nil, unlink(part.path) == 0 {
+            if scheduler.holder(of: part.destination) == nil, PartFile.remove(part.path) {
                 Log.info("deleted \(part.path), left by a cancel or a remove the daemon stopped in")
             }
             batch.partDeleted(part.path)

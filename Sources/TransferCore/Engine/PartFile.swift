@@ -77,6 +77,19 @@ public final class PartFile {
         return .success(fd)
     }
 
+    /// Deletes the part at `path` if a regular file holds the name (and, with `onlyEmpty`, an
+    /// empty one): a symbolic link, a FIFO or anything else there is not the daemon's and is left
+    /// alone, as ``openPart(_:mode:truncate:)`` leaves it (README: "nothing is touched").
+    /// - Returns: whether a part was deleted.
+    @discardableResult
+    static func remove(_ path: String, onlyEmpty: Bool = false) -> Bool {
+        var st = stat()
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, !onlyEmpty || st.st_size == 0 else {
+            return false
+        }
+        return unlink(path) == 0
+    }
+
     /// Writes all of `count` bytes at `offset` of `fd` (`pwrite`, again after a short write or
     /// `EINTR`). Returns 0 or an errno.
     static func writeAll(_ fd: Int32, _ p: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int32 {
