@@ -271,6 +271,49 @@ final class ResumableUploadPlanTests: XCTestCase {
         XCTAssertEqual(q.received(response(204, ["upload-offset": "1000"])), .completed)
     }
 
+    /// Found by an outside audit: an append's answer stating an offset past the end, before the
+    /// append's start, or not a number was taken as "all of it arrived".
+    func testThatAnAppendsAnswerWithAnImpossibleOffsetFailsTheAttempt() throws {
+        for bad in ["5000", "abc", "-1"] {
+            var p = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus, offset: 100)
+            _ = p.first()
+            let patch = try XCTUnwrap(sent(p.received(response(200, ["upload-offset": "100"]))))
+            XCTAssertEqual(patch.bodyOffset, 100)
+            guard case .failed(let e) = p.received(response(204, ["upload-offset": bad])) else {
+                return XCTFail("offset \(bad) was accepted")
+            }
+            XCTAssertFalse(e.retryable, bad)
+            XCTAssertTrue(e.message.contains("offset"), e.message)
+        }
+        var back = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus, offset: 100)
+        _ = back.first()
+        _ = try XCTUnwrap(sent(back.received(response(200, ["upload-offset": "600"]))))
+        guard case .failed = back.received(response(204, ["upload-offset": "300"])) else {
+            return XCTFail("an offset before the append's start was accepted")
+        }
+    }
+
+    /// Found by an outside audit: a `500` to the request that completed the upload, after the
+    /// server had read all of it, left the upload URL for the retry, whose `HEAD` said "complete".
+    func testThatARefusedCompletingRequestForgetsTheUploadSoThatARetrySendsItAgain() throws {
+        var p = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 400)
+        _ = p.first()
+        let append = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "400"]))))
+        XCTAssertTrue(append.completes)
+        guard case .failed(let e) = p.received(response(500)) else { return XCTFail("a 500 completed") }
+        XCTAssertTrue(e.retryable)
+        XCTAssertNil(p.uploadURL)
+        XCTAssertNil(p.agreed)
+        XCTAssertEqual(p.offset, 0)
+        // A refused append that was not the last keeps the upload: the retry resumes it.
+        var q = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 0, limit: 300)
+        _ = q.first()
+        let first = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "0"]))))
+        XCTAssertFalse(first.completes)
+        guard case .failed = q.received(response(500)) else { return XCTFail("a 500 went on") }
+        XCTAssertEqual(q.uploadURL, "http://h.example/res/1")
+    }
+
     func testThatTusResumesWithHeadAndCompletesWhenTheOffsetIsTheLength() throws {
         var p = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus, offset: 10)
         let head = p.first()

@@ -654,3 +654,53 @@ def test_the_response_of_the_completing_append_is_saved_with_response_file(daemo
     assert reply["sha256"] == digest and reply["size"] == 900_000
     assert job["response"]["status"] == 200 and job["response"]["body"] == ""
     assert not (daemon.work / "reply.json.aftpart").exists()
+
+
+@pytest.mark.parametrize("command", ["cancel", "pause"])
+def test_a_command_after_the_completing_answer_began_waits_for_its_end(daemon, ietf, command):
+    # Found by an outside audit: between the server's 2xx to the request that completed the upload
+    # and the end of that answer, `cancel` was taken (and sent DELETE to the finished upload) and
+    # `pause` was too (the resumed attempt's HEAD answer then replaced the server's response).
+    src = daemon.work / f"{command}.bin"
+    digest = write_random_file(src, 500_000)
+    out = daemon.work / f"{command}.json"
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, slowbody="1.5"), "--response", out)
+    wait_until(lambda: any(u["complete"] for u in ietf.stats(key)["uploads"]), 10, "the server to complete it")
+    r = daemon.cli(command, id, check=2)
+    assert f"cannot {command} job {id}: it is completed" in r.err, r
+    job = daemon.wait_state(id, "completed", timeout=10)
+    assert job["response"]["status"] == 201 and job["uploadUrl"] is not None
+    assert json.loads(out.read_text())["sha256"] == digest
+    assert [q["method"] for q in ietf.stats(key)["requests"]] == ["PUT"], "a DELETE or a HEAD followed"
+
+
+def test_a_500_to_the_completing_request_sends_the_upload_again_rather_than_ending_well_on_a_head(daemon, ietf):
+    # Found by an outside audit: the server kept every byte but answered 500; the retry's HEAD said
+    # "complete" and the job ended completed, its response the HEAD's empty answer.
+    src = daemon.work / "fail.bin"
+    digest = write_random_file(src, 300_000)
+    out = daemon.work / "fail.json"
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, failcomplete="1"), "--response", out, "--retries", "2")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert [h["httpStatus"] for h in job["history"]] == [500, 201], job["history"]
+    assert job["response"]["status"] == 201
+    assert json.loads(out.read_text())["sha256"] == digest
+    methods = [q["method"] for q in ietf.stats(key)["requests"]]
+    assert methods == ["PUT", "PUT"], methods
+    uploads = ietf.stats(key)["uploads"]
+    assert len(uploads) == 2 and job["uploadUrl"].endswith("/" + uploads[1]["id"])
+
+
+def test_a_500_to_the_completing_request_with_no_retry_left_fails_and_forgets_the_upload(daemon, ietf):
+    src = daemon.work / "fail0.bin"
+    write_random_file(src, 100_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, failcomplete="1"), "--retries", "0")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "http_status" and "500" in job["error"]["message"], job["error"]
+    assert job["uploadUrl"] is None
+    daemon.cli("retry", id, check=0)
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert [q["method"] for q in ietf.stats(key)["requests"]] == ["PUT", "PUT"]

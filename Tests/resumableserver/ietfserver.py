@@ -22,6 +22,9 @@ Knobs, in the creation request's query (they stay with the upload):
   early=A,B,... once the upload holds A bytes (then B, ...), stop reading the request's body and
                 answer it 200 with no upload header (Connection: close), once each
   earlyoffset=1 ... with Upload-Offset (what it kept) and Upload-Complete: ?0
+  slowbody=S    the answer that completes the upload sends its headers, then its body S seconds later
+  failcomplete=N  the first N requests that complete the upload keep every byte (the upload is
+                complete, as HEAD says) but are answered 500 "processing failed"
 
 An offset query (HEAD) or a new append ends any append still being read for that upload (a client
 that asks has given the old request up; the server may not have seen its connection close yet): the
@@ -191,9 +194,27 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             up["complete"] = True
             up["sha256"] = digest.hexdigest()
+        with LOCK:
+            fail = up["knobs"]["failcomplete"] > 0
+            if fail:
+                up["knobs"]["failcomplete"] -= 1
+        if fail:
+            self.reply(500, {"Content-Type": "text/plain"}, b"processing failed")
+            return
         body = json.dumps({"id": up["id"], "size": up["offset"], "sha256": up["sha256"]}).encode()
-        self.reply(status, {"Content-Type": "application/json", "Upload-Offset": str(up["offset"]),
-                            "Upload-Complete": "?1", "Upload-Draft-Interop-Version": "8"}, body)
+        headers = {"Content-Type": "application/json", "Upload-Offset": str(up["offset"]),
+                   "Upload-Complete": "?1", "Upload-Draft-Interop-Version": "8"}
+        if up["slowbody"]:
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(up["slowbody"])
+            self.wfile.write(body)
+            return
+        self.reply(status, headers, body)
 
     def upload_of(self):
         path = urllib.parse.urlsplit(self.path).path
@@ -224,14 +245,15 @@ class Handler(BaseHTTPRequestHandler):
                 "drops": [int(x) for x in q.get("drop", "").split(",") if x],
                 "conflicts": int(q.get("conflict", "0")), "fail5xx": int(q.get("fail5xx", "0")),
                 "stall": int(q["stall"]) if "stall" in q else None,
-                "early": [int(x) for x in q.get("early", "").split(",") if x]})
+                "early": [int(x) for x in q.get("early", "").split(",") if x],
+                "failcomplete": int(q.get("failcomplete", "0"))})
             up = {"id": uid, "key": key, "path": path, "offset": 0, "received": 0, "complete": False,
                   "deleted": False, "generation": 0,
                   "gone": None, "sha256": None, "length": None, "limit": int(q["limit"]) if "limit" in q else None,
                   "advertise": q.get("advertise") == "1", "knobs": knobs,
                   "earlyoffset": q.get("earlyoffset") == "1",
                   "expire": int(q["expire"]) if "expire" in q else None,
-                  "rate": float(q.get("rate", "0")), "interop": self.headers.get("Upload-Draft-Interop-Version")}
+                  "rate": float(q.get("rate", "0")), "slowbody": float(q.get("slowbody", "0")), "interop": self.headers.get("Upload-Draft-Interop-Version")}
             UPLOADS[uid] = up
         if q.get("no104") == "1" or up["interop"] != "8":
             # A plain server: the body, then 201.

@@ -31,10 +31,11 @@ extension Engine {
         answer(Result { try control(action, ids: ids, deleteFiles: deleteFiles) })
     }
 
-    /// Whether a command on `ids` waits: one of them is finishing, or named by a waiting command.
+    /// Whether a command on `ids` waits: one of them is finishing (``TransferTask/holdsCommands``),
+    /// or named by a waiting command.
     private func mustWait(_ ids: [Int64], before end: Int? = nil) -> Bool {
         let earlier = parkedControls.prefix(end ?? parkedControls.count)
-        return ids.contains { id in tasks[id]?.phase == .finishing || earlier.contains { $0.ids.contains(id) } }
+        return ids.contains { id in tasks[id]?.holdsCommands == true || earlier.contains { $0.ids.contains(id) } }
     }
 
     /// Runs the waiting control commands that need wait no more, in the order they came (at the

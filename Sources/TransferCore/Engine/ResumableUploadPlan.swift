@@ -264,9 +264,15 @@ struct ResumableUploadPlan: Equatable {
             }
             conflicts = 0
             var acknowledged = request.bodyOffset + (request.bodyLength ?? 0)
-            if let text = response.headers["upload-offset"], let n = Int64(text.trimmingCharacters(in: .whitespaces)),
-                n >= request.bodyOffset, n <= length
-            {
+            if let text = response.headers["upload-offset"] {
+                // What the server says it holds; an offset before this append's start, past the
+                // end, or not a number is a server that cannot be resumed against (as a `HEAD`'s).
+                guard let n = Int64(text.trimmingCharacters(in: .whitespaces)), n >= request.bodyOffset, n <= length
+                else {
+                    let range = "\(request.bodyOffset)...\(length)"
+                    return .failed(
+                        Self.protocolError("the server's offset after an append (\(text)) is not a number in \(range)"))
+                }
                 acknowledged = n
             }
             offset = acknowledged
@@ -298,7 +304,18 @@ struct ResumableUploadPlan: Equatable {
             appendLimit = limit
             return .send(remember(offsetRequest()))
         default:
-            return .failed(RetryPolicy.error(forHTTPStatus: s))
+            let error = RetryPolicy.error(forHTTPStatus: s)
+            if request.completes, response.bodySentWhole, uploadURL != nil {
+                // The server refused the request that completed the upload after reading all of it
+                // (a `500` from its processing, say): it may hold every byte, and then a resumed
+                // attempt's `HEAD` would say "complete" and the job would end well on an error,
+                // with a `HEAD`'s answer as its response. A retry sends the upload again, as a
+                // plain upload's does; the upload URL is forgotten (README).
+                uploadURL = nil
+                agreed = nil
+                offset = 0
+            }
+            return .failed(error)
         }
     }
 

@@ -12,6 +12,9 @@ class TransferTask {
     unowned let engine: AttemptHost
     /// Where the attempt is.
     var phase: AttemptPhase = .preparing
+    /// Whether control commands on the job wait for this attempt's end (``Engine/control(_:ids:deleteFiles:answer:)``):
+    /// its response is complete and it is being verified and put in place.
+    var holdsCommands: Bool { phase == .finishing }
     /// The current easy handle (a new one per redirect hop).
     private(set) var easy: CurlEasy?
     /// Whether this attempt's requests go on new connections only: the job's last attempt failed

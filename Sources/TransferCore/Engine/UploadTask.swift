@@ -52,7 +52,17 @@ final class UploadTask: TransferTask {
     /// The check of `--sha256` under way on libuv's pool.
     private var precheck: RangeHasher?
 
+    /// Whether the server has answered, with a 2xx, the request that carried the upload's last
+    /// byte (until the next request): the upload is done on the server, however long the rest
+    /// of the answer takes.
+    private var lastByteAnswered = false
+
     override var isUpload: Bool { true }
+
+    /// Commands wait from the server's 2xx to the request with the last byte, not only from the
+    /// answer's end: a `cancel` in between sent `DELETE` to a finished upload, and a `pause` lost
+    /// its response (a resumed attempt's `HEAD` answer took its place).
+    override var holdsCommands: Bool { super.holdsCommands || (phase == .transferring && lastByteAnswered) }
 
     // MARK: - Sources
 
@@ -370,6 +380,7 @@ final class UploadTask: TransferTask {
 
     /// Sends the plan's next request of this attempt, in a new history entry.
     private func sendNext(_ next: ResumableUploadPlan.Request, offset: Int64) {
+        lastByteAnswered = false
         bytes = offset
         beginNextHistoryEntry()
         do { try send(next) } catch {
@@ -476,6 +487,8 @@ final class UploadTask: TransferTask {
     // MARK: - The response
 
     override func responseHeadersComplete() {
+        // A 2xx to the request that carried the last byte: the upload is done on the server.
+        lastByteAnswered = (200..<300).contains(lastStatus ?? 0) && total.map { bytes >= $0 } == true
         keepBody = true
         bodyToFile = responsePart != nil && (200..<300).contains(lastStatus ?? 0)
     }
