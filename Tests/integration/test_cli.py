@@ -194,6 +194,20 @@ def test_curl_prints_an_equivalent_curl_command(daemon, faultserver, key):
     assert url in out and "X-Trace: 42" in out and str(daemon.work / "c.bin") in out
 
 
+@pytest.mark.parametrize("rate,bytes_per_s", [("1.5M", 1572864), ("500KB", 512000), ("2MiB", 2097152), ("800", 800)])
+def test_the_printed_curl_command_takes_the_rate_in_a_form_curl_accepts(daemon, faultserver, key, rate, bytes_per_s):
+    # Found by an outside audit: RATE's spellings were copied as typed, and curl refuses `1.5M`,
+    # `500KB` and `2MiB` ("unsupported rate unit").
+    id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "r.bin", "--limit-rate", rate,
+                         "--wait")
+    command = daemon.cli("curl", id, check=0).out.strip()
+    assert f"--limit-rate {bytes_per_s} " in command, command
+    command = command.replace(key, key + "-curl").replace(str(daemon.work / "r.bin"), str(daemon.work / "c.bin"))
+    r = subprocess.run(["sh", "-c", command + " -s"], cwd=daemon.work, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (command, r.stderr)
+    assert (daemon.work / "c.bin").read_bytes() == (daemon.work / "r.bin").read_bytes()
+
+
 def _received(faultserver, key):
     upload = faultserver.log(key)[-1]["upload"]
     parts = [{k: p.get(k) for k in ("name", "filename", "contentType", "sha256")} for p in upload["parts"] or []]

@@ -71,7 +71,10 @@ public enum CurlCommandRenderer {
             // A user alone is sent with an empty password (`USER:`), as `--user USER:` says.
             args += ["--user", comps.password == nil ? "\(name):" : "\(name):***"]
         }
-        if let rate = req.limitRate { args += ["--limit-rate", rate] }
+        if let rate = req.limitRate {
+            // In bytes a second: curl takes no `1.5M`, `500KB` or `2MiB`, which RATE does.
+            args += ["--limit-rate", RateParser.parse(rate).map(String.init) ?? rate]
+        }
         // The job's retries, its default included: curl alone would not retry at all.
         args += ["--retry", "\(req.retries ?? RetryPolicy.defaultRetryLimit)"]
         if let c = req.cacert { args += ["--cacert", c] }
