@@ -211,6 +211,25 @@ def test_a_request_that_does_not_decode_is_refused_by_its_index_too(daemon, faul
     assert daemon.jobs() == []
 
 
+def test_a_list_in_one_message_names_the_first_refused_request_whatever_refuses_a_later_one(
+        daemon, faultserver, key):
+    # Found by an outside audit: a request that did not decode (or a clash) at index 2 was named
+    # before a request refused by its checks at index 1; the same list in parts named 1.
+    other = daemon.download(faultserver.url(size=400_000, key=key + "-held", slow=50_000), "-o",
+                            daemon.work / "held")
+    good = {"url": faultserver.url(size=10, key=key), "destination": str(daemon.work / "g")}
+    bad_sha = good | {"destination": str(daemon.work / "s"), "sha256": "x"}
+    held = good | {"destination": str(daemon.work / "held")}
+    for second, third in ((bad_sha, good | {"destination": str(daemon.work / "p"), "priority": "x"}),
+                          (held, good | {"destination": str(daemon.work / "u"), "bogus": 1}),
+                          (bad_sha, good)):  # the third clashes with the first
+        resp = daemon.rpc("transfer.addMany", {"requests": [good, second, third]})
+        assert resp["error"]["data"]["index"] == 1, resp
+        assert resp["error"]["message"].startswith("request 1: "), resp
+    daemon.cli("cancel", other, check=0)
+    assert [j["id"] for j in daemon.jobs()] == [other]
+
+
 def batch_part(daemon, faultserver, key, batch, lo, hi, final):
     """Part `batch` of a transfer.addMany list: requests lo..hi-1, each its own small file."""
     return {"batch": batch, "final": final,

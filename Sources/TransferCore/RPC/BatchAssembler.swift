@@ -127,6 +127,28 @@ public final class BatchAssembler {
         return .partial(received: entry.count)
     }
 
+    /// The first refusal among a list's requests before `end`, checked in order as a batch's parts
+    /// are (decoded, destination claimed, prepared), or nil: a list sent in one message is checked
+    /// in passes (decoding, clashes, then each request), and a refusal one of them finds at `end`
+    /// must not hide an earlier request's (SPEC: the index of the *first* refused request).
+    public static func firstRefusal(
+        in requests: [Result<TransferRequest, TransferError>], before end: Int,
+        prepare: (TransferRequest) throws -> JobRecord
+    ) -> BatchRefusal? {
+        var claims: [String: Claim] = [:]
+        for (index, decoded) in requests.prefix(end).enumerated() {
+            do {
+                let request = try decoded.mapError { BatchRefusal(index: index, error: $0) }.get()
+                _ = try check(request, index: index, claims: &claims, prepare: prepare)
+            } catch let refusal as BatchRefusal {
+                return refusal
+            } catch {
+                return nil  // not a request's refusal (the store): the pass's own error stands
+            }
+        }
+        return nil
+    }
+
     /// Checks a whole list sent in one message: no two requests download to the same destination.
     /// - Throws: ``BatchRefusal`` naming the later request of a clash.
     public static func checkDistinctDestinations(_ requests: [TransferRequest]) throws {

@@ -38,11 +38,17 @@ struct AddManyHandler: RPCHandler {
                 // a list sent in parts never loses all-or-nothing to a forgotten member.
                 throw RPCError.invalidParams("final without batch (a batch part needs both)")
             }
-            let requests = try decoded.enumerated().map { index, r in
-                try r.mapError { BatchRefusal(index: index, error: $0) }.get()
+            do {
+                let requests = try decoded.enumerated().map { index, r in
+                    try r.mapError { BatchRefusal(index: index, error: $0) }.get()
+                }
+                try BatchAssembler.checkDistinctDestinations(requests)
+                return .stream(JobArrayStream(jobs: try service.addMany(requests)))
+            } catch let refusal as BatchRefusal {
+                // Checked in passes for speed: an earlier request may be refused by a later pass.
+                throw BatchAssembler.firstRefusal(in: decoded, before: refusal.index, prepare: service.prepare)
+                    ?? refusal
             }
-            try BatchAssembler.checkDistinctDestinations(requests)
-            return .stream(JobArrayStream(jobs: try service.addMany(requests)))
         }
         guard let final = params.final else {
             throw RPCError.invalidParams("missing final (a batch part needs it)")
