@@ -158,6 +158,30 @@ def test_a_segmented_download_does_not_starve_another_job_of_the_shared_budget(d
         daemon.wait_state(i, "completed", timeout=30)
 
 
+@pytest.mark.parametrize("how", ["daemon", "job"])
+def test_every_connection_of_a_segmented_download_reads_under_a_limit(daemon, nginx, how):
+    # Found by an outside audit: under a daemon-wide limit or the job's own, the first connection
+    # resumed took the whole budget each time and the others read nothing for tens of seconds,
+    # until a server's send timeout cut them (a failed range each, a failed job with --retries 0).
+    nginx.make_file(f"bw/turns-{how}.bin", 8 * MiB)
+    args = ["--limit-rate", "400K"] if how == "job" else []
+    if how == "daemon":
+        daemon.cli("limit", "--download", "400K", check=0)
+    id = daemon.download(nginx.url(f"bw/turns-{how}.bin"), "-x", "4", "-o", daemon.work / "t.bin", *args)
+
+    def segments():
+        return daemon.rpc_result("transfer.segments", {"id": id})["segments"]
+
+    wait_until(lambda: len(segments()) == 4, 20, "four ranges")
+    before = {s["start"]: s["bytes"] for s in segments()}
+    time.sleep(3)
+    after = {s["start"]: s["bytes"] for s in segments()}
+    moved = {start: after.get(start, 0) - b for start, b in before.items()}
+    assert all(m > 0 for m in moved.values()), f"connections that read nothing in 3 s: {moved}"
+    assert sum(moved.values()) <= 1.3 * 3 * 400 * 1024, moved
+    daemon.cli("cancel", id, check=0)
+
+
 @pytest.mark.daemon_args("--stall-timeout", "2")
 def test_a_transfer_held_back_by_a_low_daemon_wide_limit_is_not_taken_for_a_stall(daemon, nginx):
     # The shared budget lets a burst through, then holds the transfer until the budget has

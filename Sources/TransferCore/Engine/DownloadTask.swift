@@ -58,6 +58,8 @@ final class DownloadTask: TransferTask {
     var primaryReachedEnd = false
     /// The further connections.
     var connections: [SegmentConnection] = []
+    /// Which connection ``resumePaced()`` resumes first next time (they take turns).
+    private var resumeTurn = 0
     /// Runs ``pump()`` on the loop, never inside a curl callback.
     var pumpTimer: LoopTimer?
     /// Failed further connections, and the last one's error.
@@ -797,9 +799,17 @@ final class DownloadTask: TransferTask {
         super.halt()
     }
 
+    /// Resumes every connection a limit paused, starting with the next one each time: libcurl
+    /// hands a resumed connection's held bytes over inside the call, so the first one resumed
+    /// took the whole budget and the others read nothing for as long as the limit held (a server's
+    /// send timeout then cut them, each cut a failed range).
     override func resumePaced() {
-        super.resumePaced()
-        for c in connections where c.isActive { engine.multi.unpause(c.easy) }
+        var easies = connections.filter(\.isActive).map(\.easy)
+        if let easy { easies.insert(easy, at: 0) }
+        guard !easies.isEmpty else { return }
+        let first = resumeTurn % easies.count
+        resumeTurn &+= 1
+        for i in 0..<easies.count { engine.multi.unpause(easies[(first + i) % easies.count]) }
     }
 
     override var openConnections: Int {
