@@ -79,15 +79,16 @@ def test_a_home_whose_log_cannot_be_opened_is_named_as_such(daemon_factory):
 
 
 def test_an_autostarted_daemon_that_exits_at_once_is_reported_at_once(daemon_factory):
-    # A socket path one byte over sun_path: the daemon refuses it and exits 1; with no other
-    # daemon holding the home's lock, none is coming, and the CLI says so without its 5 s wait.
+    # A job database that is not one: the daemon refuses it and exits 1; with no other daemon
+    # holding the home's lock, none is coming, and the CLI says so without its 5 s wait.
     d = daemon_factory(start=False)
     d.home.mkdir(parents=True, exist_ok=True)
-    socket = str(d.home / "s") + "x" * (108 - len(str(d.home / "s")))
+    d.database.write_bytes(b"not a database, not to be touched\n")
     started = time.monotonic()
-    r = d.cli("list", "--socket", socket, autostart=True, timeout=20)
+    r = d.cli("list", autostart=True, timeout=20)
     assert r.rc == 3 and "aftransferd exited (status 1)" in r.err, r
     assert time.monotonic() - started < 3, "the CLI waited for a daemon that had already exited"
+    assert d.database.read_bytes() == b"not a database, not to be touched\n"
 
 
 def test_daemon_start_and_daemon_stop(daemon_factory):
