@@ -388,3 +388,20 @@ def test_a_segmented_attempt_killed_leaves_its_durable_bytes_in_the_history(daem
     checkpointed = sum(s["bytes"] for s in durable)
     assert first["bytes"] >= MiB and first["bytes"] >= checkpointed - 4 * rate, (first, durable)
     daemon.cli("cancel", str(id), check=True)
+
+
+def test_a_segmented_attempts_history_total_covers_all_its_ranges(daemon, faultserver, key):
+    # Found by an outside audit: `total` was the first request's timeline, which ends with its own
+    # range (4.99 s for an attempt of 20.1 s). Here the first request is cut early, its range asked
+    # for again on another connection, and the attempt goes on at 1 MiB/s a connection.
+    url = faultserver.url(size=4 * MiB, key=key, slow=MiB, drop=100_000, times=1)
+    id = daemon.download(url, "-x", "4", "-o", daemon.work / "t.bin")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    h = job["history"][0]
+    span = (_time(h["endedAt"]) - _time(h["startedAt"])).total_seconds()
+    assert job["attempts"] == 1 and span >= 0.8, h
+    assert h["total"] >= span - 0.3, h
+
+
+def _time(text: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
