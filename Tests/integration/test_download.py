@@ -630,3 +630,61 @@ def test_authorization_and_cookie_headers_are_not_sent_to_another_host_after_a_r
     assert second["host"].startswith("localhost")
     assert second["authorization"] is None, "an Authorization header followed a redirect to another host"
     assert "cookie" not in second["headers"], "a Cookie header followed a redirect to another host"
+
+
+def _one_answer_server(answer: bytes):
+    """A raw server on 127.0.0.1 that answers every request with `answer` and closes: (port, stop)."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    done = threading.Event()
+
+    def serve():
+        while not done.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    more = conn.recv(4096)
+                    if not more:
+                        break
+                    data += more
+                conn.sendall(answer)
+        srv.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+
+    def stop():
+        done.set()
+        t.join(5)
+
+    return srv.getsockname()[1], stop
+
+
+@pytest.mark.parametrize("size", [1000, 300_000], ids=["small", "large"])
+def test_transfer_encoding_overrides_content_length_as_in_http(daemon, size):
+    # Found by an outside audit: a chunked body with a Content-Length beside it (RFC 9112 §6.3: the
+    # Transfer-Encoding wins; curl saves it whole) failed every attempt with "ended at 300000 of
+    # 1234 bytes", downloading the whole file each time.
+    body = os.urandom(size)
+    chunks = b"".join(b"%x\r\n" % len(body[i:i + 7000]) + body[i:i + 7000] + b"\r\n"
+                      for i in range(0, len(body), 7000))
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nTransfer-Encoding: chunked\r\n"
+              b"Connection: close\r\n\r\n" + chunks + b"0\r\n\r\n")
+    port, stop = _one_answer_server(answer)
+    try:
+        dest = daemon.work / "tecl.bin"
+        id = daemon.download(f"http://127.0.0.1:{port}/tecl", "-o", dest, "--retries", "0")
+        job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+        assert job["state"] == "completed", job["error"]
+        assert dest.read_bytes() == body and job["total"] == size and job["attempts"] == 1
+    finally:
+        stop()

@@ -53,7 +53,7 @@ extension DownloadTask {
         // A 200: the whole (perhaps new) file from byte 0; kept, over this one connection.
         resetToZero()
         singleOnly = true
-        total = header("content-length").flatMap { Int64($0) }
+        total = announcedLength
         acceptBody()
     }
 

@@ -295,7 +295,7 @@ final class DownloadTask: TransferTask {
                 Log.info("server answered \(s) to a range request: restarting from byte 0", job: jobId)
                 resetToZero()
             }
-            total = header("content-length").flatMap { Int64($0) }
+            total = announcedLength
         }
         if let err = Self.lacksSpace(for: total, from: offset, partPath: partPath) {
             // The size is known now: the waiting job shows it (and how much is missing).
@@ -385,7 +385,7 @@ final class DownloadTask: TransferTask {
     /// `200` of at most ``heldBodyLimit`` bytes, on one connection), as ``receive(_:)`` decides.
     private var bodyWillBeHeld: Bool {
         guard lastStatus == 200, offset == 0, plan == nil, primarySegment == nil,
-            let length = header("content-length").flatMap({ Int64($0) })
+            let length = announcedLength
         else { return false }
         return length <= Self.heldBodyLimit
     }

@@ -259,6 +259,14 @@ class TransferTask {
         headers.last(where: { $0.0 == name })?.1
     }
 
+    /// The current response's body length as announced: its `Content-Length`, unless it has a
+    /// `Transfer-Encoding` too, which overrides it (RFC 9112 §6.3; libcurl reads such a body by its
+    /// chunks). Taken as the length, the ignored header failed every attempt of a whole body.
+    var announcedLength: Int64? {
+        guard header("transfer-encoding") == nil else { return nil }
+        return header("content-length").flatMap { Int64($0) }
+    }
+
     /// Whether the current response is a redirect this task must handle.
     private var isRedirect: Bool {
         guard let s = status else { return false }

@@ -32,7 +32,7 @@ final class UploadTask: TransferTask {
     private var responsePart: PartFile?
     /// The length the current response announced (`Content-Length`), or nil: what its
     /// `--response` file needs on disk (``Engine`` waits for that much after a full disk).
-    var responseLength: Int64? { header("content-length").flatMap { Int64($0) } }
+    var responseLength: Int64? { announcedLength }
     /// Whether the current response's body goes to ``responsePart``.
     private var bodyToFile = false
     /// Whether the current response is the final one (its body is captured at all).
