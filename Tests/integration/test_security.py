@@ -858,3 +858,16 @@ def test_a_fifo_at_the_parts_name_fails_the_job_and_never_blocks_the_daemon(daem
     daemon.cli("remove", id, check=0)
     time.sleep(0.3)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "remove deleted the FIFO"
+
+
+@pytest.mark.parametrize("to_host,keeps", [("localhost", False), ("127.0.0.1", True)])
+def test_a_users_host_header_goes_only_to_the_jobs_own_host_as_in_curl(daemon, faultserver, key, to_host, keeps):
+    # Found by an outside audit: `-H 'Host: example.test'` went along a redirect to another host,
+    # which was then asked for the first one's site (curl sends it to the first host only).
+    target = faultserver.url(host=to_host, size=10, key=key + "-t")
+    id = daemon.download(faultserver.url(redirect=target, key=key), "-H", "Host: example.test",
+                         "-o", daemon.work / "h.bin")
+    daemon.wait_state(id, "completed")
+    assert faultserver.log(key)[0]["host"] == "example.test"
+    second = faultserver.log(key + "-t")[0]["host"]
+    assert second == ("example.test" if keeps else f"{to_host}:{faultserver.port}"), second

@@ -153,7 +153,8 @@ class TransferTask {
     func requestOptions(for e: CurlEasy, extraHeaders extra: [String], overridden: [String]) -> CurlRequestOptions {
         let req = record.request
         let owned = Set(extra.compactMap { $0.split(separator: ":").first?.lowercased() } + overridden)
-        var o = CurlRequestOptions.job(req, url: currentURL, sendCredentials: sendCredentials, owned: owned)
+        var o = CurlRequestOptions.job(
+            req, url: currentURL, origin: record.url, sendCredentials: sendCredentials, owned: owned)
         o.freshConnection = freshConnection
         if let rate = req.limitRate.flatMap(RateParser.parse) {
             // Paced by the body callbacks (``pace(_:)``): libcurl 7.88's own limiter is unreliable

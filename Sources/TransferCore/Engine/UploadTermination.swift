@@ -7,7 +7,7 @@ enum UploadTermination {
         guard r.kind == .upload, let url = r.uploadUrl else { return nil }
         let owned: Set<String> = ["tus-resumable", "upload-draft-interop-version", "content-type", "content-length"]
         var o = CurlRequestOptions.job(
-            r.request, url: url, sendCredentials: RedirectPolicy.sameOrigin(r.url, url), owned: owned)
+            r.request, url: url, origin: r.url, sendCredentials: RedirectPolicy.sameOrigin(r.url, url), owned: owned)
         o.body = .bodiless(method: "DELETE")
         switch r.resumable {
         case .tus?: o.headers.append("Tus-Resumable: \(ResumableUploadPlan.tusVersion)")

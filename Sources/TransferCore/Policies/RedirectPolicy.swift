@@ -47,6 +47,14 @@ public enum RedirectPolicy {
             && URLComponents(string: target)?.scheme?.lowercased() == "http"
     }
 
+    /// Whether two URLs name the same host (a user's `Host` header goes only there, as curl's does;
+    /// another port keeps it).
+    public static func sameHost(_ a: String, _ b: String) -> Bool {
+        guard let x = URLComponents(string: a)?.host?.lowercased(), let y = URLComponents(string: b)?.host?.lowercased()
+        else { return false }
+        return x == y
+    }
+
     /// Whether two URLs name the same host and port (credentials go only to the original one).
     public static func sameOrigin(_ a: String, _ b: String) -> Bool {
         guard let x = URLComponents(string: a), let y = URLComponents(string: b) else { return false }
