@@ -688,3 +688,20 @@ def test_transfer_encoding_overrides_content_length_as_in_http(daemon, size):
         assert dest.read_bytes() == body and job["total"] == size and job["attempts"] == 1
     finally:
         stop()
+
+
+def test_a_200_that_says_it_holds_only_the_files_end_is_refused_not_saved_as_the_file(daemon):
+    # Found by an outside audit: a resumed download answered 200 with `Content-Range: bytes
+    # 120000-299999/300000` and that tail completed as the whole file.
+    tail = os.urandom(1000)
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nContent-Range: bytes 1000-1999/2000\r\n"
+              b"ETag: \"t1\"\r\nConnection: close\r\n\r\n" + tail)
+    port, stop = _one_answer_server(answer)
+    try:
+        dest = daemon.work / "tail.bin"
+        id = daemon.download(f"http://127.0.0.1:{port}/tail", "-o", dest, "--retries", "0")
+        job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+        assert job["state"] == "failed" and job["error"]["code"] == "http_status", job
+        assert "Content-Range" in job["error"]["message"] and not dest.exists()
+    finally:
+        stop()

@@ -290,6 +290,15 @@ final class DownloadTask: TransferTask {
             }
             total = cr.total
         } else {
+            if let cr = contentRange(), cr.start != 0 {
+                // A whole answer (200) that says it holds only the file's end: a broken server or
+                // cache. Taken as the file from byte 0, the end alone would complete as the file;
+                // the part is kept, as for any refused answer.
+                abortError = TransferError(
+                    .httpStatus, "HTTP \(s) with Content-Range from byte \(cr.start): not the whole file",
+                    retryable: false)
+                return
+            }
             // 200 (or another 2xx) to a ranged request: range ignored or content changed.
             if offset > 0 {
                 Log.info("server answered \(s) to a range request: restarting from byte 0", job: jobId)
