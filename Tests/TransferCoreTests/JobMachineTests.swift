@@ -81,6 +81,18 @@ final class JobMachineTests: XCTestCase {
         XCTAssertEqual(t.actions, [.armRetryTimer(at: now + 2), .notify, .schedule])
     }
 
+    /// Found by an outside audit: a cancelled job's path was taken by a new job, and `retry` of
+    /// the old one set both writing one part (one completed with bytes of the two files).
+    func testThatRetryIsRefusedWhileAnotherJobHoldsTheJobsFile() throws {
+        for state in [TransferState.cancelled, .failed] {
+            let held = JobMachine.transition(.retry, job(state), MachineContext(now: now, pathHolder: 9))
+            guard case .failure(let refusal) = held else { return XCTFail("retry went ahead from \(state)") }
+            XCTAssertEqual(refusal.message, "cannot retry job 7: job 9 now writes to /d/f")
+            XCTAssertEqual(refusal.state, state)
+            XCTAssertEqual(success(apply(.retry, job(state)))?.patch.state, .queued)
+        }
+    }
+
     func testThatRetryAfterIsHonouredAsAMinimum() throws {
         let err = TransferError(.httpStatus, "503", retryable: true)
         let t = try XCTUnwrap(success(apply(.attemptEnded(.failed(err, retryAfter: 30)), job(.running))))

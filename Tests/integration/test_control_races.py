@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from conftest import sha256_file
+
 BODY = bytes(range(256)) * 160  # 40 KiB: held in memory and put in place by the batch writer
 ROUNDS = 24
 
@@ -170,3 +172,20 @@ def test_a_subscriber_hears_of_a_completion_before_the_answer_of_the_remove_that
         assert ("transfer.state", "completed") not in answer["toldAfter"], (
             f"job {id}: its completion was told after the answer of the remove that waited for it: "
             f"{answer['told']} / answer / {answer['toldAfter']}")
+
+
+def test_retry_of_a_cancelled_job_whose_file_a_new_job_took_is_refused(daemon, faultserver, key):
+    # Found by an outside audit: the retried job and the new one wrote one part at once; one
+    # completed with the first 2 MB of its file and the rest of the other's.
+    dest = daemon.work / "shared.bin"
+    old = daemon.download(faultserver.url(size=2_000_000, key=key, slow=1_000_000), "-o", dest)
+    daemon.wait_bytes(old, 100_000)
+    daemon.cli("cancel", old, check=0)
+    new = daemon.download(faultserver.url(size=3_000_000, key=key + "-new", seed="other", slow=3_000_000), "-o", dest)
+    r = daemon.cli("retry", old, check=2)
+    assert f"cannot retry job {old}: job {new} now writes to {dest}" in r.err, r
+    assert daemon.job(old)["state"] == "cancelled"
+    job = daemon.wait_state(new, "completed", timeout=30)
+    assert sha256_file(dest) == job["sha256"] == faultserver.sha256(3_000_000, "other")
+    # Once the new job has ended, the path is free again for a retry (which then finds the file).
+    daemon.cli("retry", old, check=0)

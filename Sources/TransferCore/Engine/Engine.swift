@@ -537,7 +537,8 @@ public final class Engine: AttemptHost {
     func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
         let ctx = MachineContext(
             now: clock.wall(), isReachable: isReachable, jitter: retryJitter(),
-            attemptFinishing: tasks[id]?.holdsCommands == true, daemonHook: config.onEnd != nil)
+            attemptFinishing: tasks[id]?.holdsCommands == true, daemonHook: config.onEnd != nil,
+            pathHolder: facts.heldPath.flatMap { scheduler.holder(of: $0, except: id) })
         return JobMachine.transition(event, facts, ctx)
     }
 

@@ -115,17 +115,21 @@ public struct MachineContext: Sendable {
     public var attemptFinishing: Bool
     /// Whether the daemon has an `--on-end` hook (run after the job's own).
     public var daemonHook: Bool
+    /// Another unfinished job that holds this job's file now (its download destination or its
+    /// `--response` file): a cancelled job's path is free for a new job, and stays that job's.
+    public var pathHolder: Int64?
 
     /// Creates a context.
     public init(
         now: Double, isReachable: Bool = true, jitter: Double = 0, attemptFinishing: Bool = false,
-        daemonHook: Bool = false
+        daemonHook: Bool = false, pathHolder: Int64? = nil
     ) {
         self.now = now
         self.isReachable = isReachable
         self.jitter = jitter
         self.attemptFinishing = attemptFinishing
         self.daemonHook = daemonHook
+        self.pathHolder = pathHolder
     }
 }
 
@@ -187,6 +191,14 @@ public enum JobMachine {
             return .success(JobTransition(patch: p, actions: [.notify, .schedule]))
 
         case (.retry, .failed), (.retry, .cancelled):
+            if let other = ctx.pathHolder, let path = job.heldPath {
+                // One path, one job: two jobs would write one part, and one complete with bytes
+                // of both (README "One destination, one job").
+                return .failure(
+                    JobRefusal(
+                        state: job.state,
+                        message: refusal(event, job, reason: "job \(other) now writes to \(path)")))
+            }
             p.state = .queued
             p.retriesUsed = 0
             p.error = .some(nil)
