@@ -202,22 +202,26 @@ final class JobStoreTests: XCTestCase {
         try store.stage([record(destination: "/tmp/other")], batch: "2:a")
         try store.stage((3..<5).map { record(priority: $0, destination: "/tmp/a\($0)") }, batch: "1:a")
         XCTAssertEqual(try store.jobs().count, 1, "held rows are not jobs")
-        let ids = try XCTUnwrap(try store.insertStaged(batch: "1:a"))
+        let ids = try XCTUnwrap(try store.insertStaged(batch: "1:a", now: 5_000))
         XCTAssertEqual(ids, 2...6)
         let jobs = try store.jobs()
         XCTAssertEqual(jobs.map(\.destination), ["/tmp/before", "/tmp/a0", "/tmp/a1", "/tmp/a2", "/tmp/a3", "/tmp/a4"])
         XCTAssertEqual(jobs.dropFirst().map(\.priority), [0, 1, 2, 3, 4])
+        // Created when the batch is queued, not when each part came (an outside audit: a job
+        // queued between two parts looked younger than the batch's first jobs).
+        XCTAssertEqual(jobs.dropFirst().map(\.createdAt), Array(repeating: 5_000, count: 5))
+        XCTAssertEqual(jobs.dropFirst().map(\.updatedAt), Array(repeating: 5_000, count: 5))
         XCTAssertEqual(jobs[1].request.headers, ["Authorization: Bearer x"])
         XCTAssertEqual(try store.schedulingFacts(ids: ids).map(\.id), Array(2...6))
-        XCTAssertNil(try store.insertStaged(batch: "1:a"), "the batch's rows are gone once queued")
+        XCTAssertNil(try store.insertStaged(batch: "1:a", now: 5_000), "the batch's rows are gone once queued")
         try store.discardStaged(batch: "2:a")
-        XCTAssertNil(try store.insertStaged(batch: "2:a"))
+        XCTAssertNil(try store.insertStaged(batch: "2:a", now: 5_000))
     }
 
     func testThatHeldRowsDoNotOutliveTheDaemon() throws {
         try open().stage([record()], batch: "1:a")
         let reopened = try open()
-        XCTAssertNil(try reopened.insertStaged(batch: "1:a"))
+        XCTAssertNil(try reopened.insertStaged(batch: "1:a", now: 5_000))
         XCTAssertEqual(try reopened.jobs().count, 0)
     }
 

@@ -89,7 +89,7 @@ extension Engine {
         try ensureStoreWritable()
         let inserted: ClosedRange<Int64>?
         do {
-            inserted = try store.insertStaged(batch: batch.key.storeKey)
+            inserted = try store.insertStaged(batch: batch.key.storeKey, now: Timestamp.now())
         } catch {
             throw storeFailure(error)  // one transaction: nothing was inserted
         }

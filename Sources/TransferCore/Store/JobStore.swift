@@ -188,14 +188,17 @@ public final class JobStore {
     /// them: one transaction, all or none. The ids are consecutive (one statement on a table whose
     /// ids only grow).
     /// - Returns: the new jobs' ids, or nil when nothing was held.
-    public func insertStaged(batch key: String) throws -> ClosedRange<Int64>? {
+    public func insertStaged(batch key: String, now: Double) throws -> ClosedRange<Int64>? {
         try db.write { db in
             let columns = Self.insertColumns.joined(separator: ", ")
+            // Created when queued, now, not when its part arrived: `createdAt` follows the ids.
+            let values = Self.insertColumns.map { $0 == "createdAt" || $0 == "updatedAt" ? "?" : $0 }
+                .joined(separator: ", ")
             try db.execute(
                 sql: """
                     INSERT INTO main.job (\(columns))
-                    SELECT \(columns) FROM temp.staged_job WHERE batchKey = ? ORDER BY rowid
-                    """, arguments: [key])
+                    SELECT \(values) FROM temp.staged_job WHERE batchKey = ? ORDER BY rowid
+                    """, arguments: [now, now, key])
             let count = Int64(db.changesCount)
             let last = db.lastInsertedRowID
             try db.execute(sql: "DELETE FROM temp.staged_job WHERE batchKey = ?", arguments: [key])
