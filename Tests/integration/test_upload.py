@@ -358,8 +358,12 @@ def test_retries_0_upload_whose_request_was_under_way_is_not_sent_again_after_a_
     then, the daemon cannot know whether the server got it, so the next start fails the job."""
     src = daemon.work / "once.bin"
     write_random_file(src, 100_000)
-    id = daemon.upload(src, faultserver.url("/upload", key=key, delay=3), "--method", "POST", "--retries", "0")
+    response = daemon.work / "once.json"
+    id = daemon.upload(src, faultserver.url("/upload", key=key, delay=3), "--method", "POST", "--retries", "0",
+                       "--response", response)
     wait_until(lambda: daemon.job(id)["bytes"] == 100_000, 10, "the whole body handed over")
+    part = daemon.work / "once.json.aftpart"
+    assert part.exists() and part.stat().st_size == 0, "the response's part is made with the request"
     if stop == "kill -9":
         daemon.kill9()
     else:
@@ -369,6 +373,8 @@ def test_retries_0_upload_whose_request_was_under_way_is_not_sent_again_after_a_
     assert job["state"] == "failed", job
     assert job["error"]["code"] == "network" and not job["error"]["retryable"], job["error"]
     assert "--retries 0" in job["error"]["message"]
+    # As after a failure the daemon saw (an outside audit found an empty part kept after a crash).
+    assert not part.exists() and not response.exists()
     time.sleep(4)  # the first request has ended at the server by now
     assert len(faultserver.log(key)) == 1, "the upload was sent again"
 

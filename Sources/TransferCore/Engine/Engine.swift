@@ -256,6 +256,8 @@ public final class Engine: AttemptHost {
                 // Its request may have reached the server whole before the daemon went away.
                 event = .attemptEnded(.failed(Self.interruptedOnce, retryAfter: nil))
                 Log.info("not sent again (--retries 0): its request was under way when the daemon went away", job: f.id)
+                // As a failure that the daemon saw: an empty response part is not kept.
+                if let response = f.responseFile { PartFile.remove(Destination.partPath(response), onlyEmpty: true) }
             }
             if case .success(let t) = JobMachine.transition(
                 event, f, MachineContext(now: now, daemonHook: config.onEnd != nil))
