@@ -808,19 +808,19 @@ final class DownloadTask: TransferTask {
         super.halt()
     }
 
-    /// Resumes every connection a limit paused, starting with the next one each time: libcurl
-    /// hands a resumed connection's held bytes over inside the call, so the first one resumed
-    /// took the whole budget and the others read nothing for as long as the limit held (a server's
-    /// send timeout then cut them, each cut a failed range).
     /// A segmented attempt's `total` is the attempt's, its ranges' included: the first request's
     /// timeline ended with its own range (an outside audit: 4.99 s for an attempt of 20.1 s).
     override func closeHistory(error: TransferError?) {
         super.closeHistory(error: error)
         guard plan != nil else { return }
-        let elapsed = Double(engine.loop.nowMillis &- createdAt) / 1000
+        let elapsed = Double(engine.loop.nowMillis &- attemptStartedAt) / 1000
         historyEntry.total = max(historyEntry.total ?? 0, elapsed)
     }
 
+    /// Resumes every connection a limit paused, starting with the next one each time: libcurl
+    /// hands a resumed connection's held bytes over inside the call, so the first one resumed
+    /// took the whole budget and the others read nothing for as long as the limit held (a server's
+    /// send timeout then cut them, each cut a failed range).
     override func resumePaced() {
         var easies = connections.filter(\.isActive).map(\.easy)
         if let easy { easies.insert(easy, at: 0) }

@@ -63,12 +63,12 @@ class TransferTask {
         self.currentURL = record.url
         self.hostKey = Self.hostKey(of: record.url)
         self.lastProgressAt = engine.loop.nowMillis
-        self.createdAt = engine.loop.nowMillis
+        self.attemptStartedAt = engine.loop.nowMillis
         self.historyEntry = AttemptRecord(attempt: record.attempts, startedAt: "")
     }
 
     /// When the attempt began (loop time, ms).
-    let createdAt: UInt64
+    let attemptStartedAt: UInt64
 
     /// Writes a change to the job's row (and to ``record``).
     func write(_ patch: JobPatch) { engine.write(jobId, patch) }
