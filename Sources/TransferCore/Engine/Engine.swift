@@ -540,7 +540,7 @@ public final class Engine: AttemptHost {
         let ctx = MachineContext(
             now: clock.wall(), isReachable: isReachable, jitter: retryJitter(),
             attemptFinishing: tasks[id]?.holdsCommands == true, daemonHook: config.onEnd != nil,
-            pathHolder: facts.heldPath.flatMap { scheduler.holder(of: $0, except: id) })
+            pathHolder: event == .retry ? facts.heldPath.flatMap { scheduler.holder(of: $0, except: id) } : nil)
         return JobMachine.transition(event, facts, ctx)
     }
 
@@ -706,7 +706,7 @@ public final class Engine: AttemptHost {
                 // `status` says what the job waits for (SPEC "Disk full").
                 var need = diskNeed(
                     task.record, bytes: task.bytes, total: task.total ?? task.record.total,
-                    responseLength: (task as? UploadTask)?.responseLength)
+                    responseLength: task.announcedLength)
                 let strikes = diskStrikes[id].map { $0.bytes >= task.bytes ? $0.count + 1 : 0 } ?? 0
                 diskStrikes[id] = (task.bytes, strikes)
                 if strikes > 0 {
@@ -799,6 +799,7 @@ public final class Engine: AttemptHost {
 
     /// What a job that ran out of space waits for: the rest of its known size on the file
     /// system of its part (or of an upload's response file), else more than 1 MiB.
+    /// `responseLength` is the length the attempt's last response announced (an upload's).
     private func diskNeed(
         _ r: JobRecord, bytes: Int64, total: Int64?, responseLength: Int64? = nil
     ) -> DiskSpaceWatcher.Need {

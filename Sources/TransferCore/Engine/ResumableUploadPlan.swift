@@ -311,9 +311,7 @@ struct ResumableUploadPlan: Equatable {
                 // attempt's `HEAD` would say "complete" and the job would end well on an error,
                 // with a `HEAD`'s answer as its response. A retry sends the upload again, as a
                 // plain upload's does; the upload URL is forgotten (README).
-                uploadURL = nil
-                agreed = nil
-                offset = 0
+                forgetUpload()
             }
             return .failed(error)
         }
@@ -380,12 +378,17 @@ struct ResumableUploadPlan: Equatable {
 
     /// The upload URL is gone: forget it; the next attempt creates a new upload (a retry).
     private mutating func startOver(_ status: Int) -> Verdict {
-        uploadURL = nil
-        agreed = nil
-        offset = 0
+        forgetUpload()
         return .failed(
             TransferError(
                 .httpStatus, "HTTP \(status): the upload URL is gone; the upload starts over", retryable: true))
+    }
+
+    /// Forgets the server's upload: the next attempt creates a new one from byte 0.
+    private mutating func forgetUpload() {
+        uploadURL = nil
+        agreed = nil
+        offset = 0
     }
 
     private mutating func learnLimit(_ headers: [String: String]) {

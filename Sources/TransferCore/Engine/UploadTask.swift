@@ -30,9 +30,6 @@ final class UploadTask: TransferTask {
     private var fileHasher: RangeHasher?
     /// `--response FILE`, written through `FILE.aftpart`.
     private var responsePart: PartFile?
-    /// The length the current response announced (`Content-Length`), or nil: what its
-    /// `--response` file needs on disk (``Engine`` waits for that much after a full disk).
-    var responseLength: Int64? { announcedLength }
     /// Whether the current response's body goes to ``responsePart``.
     private var bodyToFile = false
     /// Whether the current response is the final one (its body is captured at all).
@@ -62,7 +59,7 @@ final class UploadTask: TransferTask {
     /// Commands wait from the server's 2xx to the request with the last byte, not only from the
     /// answer's end: a `cancel` in between sent `DELETE` to a finished upload, and a `pause` lost
     /// its response (a resumed attempt's `HEAD` answer took its place).
-    override var holdsCommands: Bool { super.holdsCommands || (phase == .transferring && lastByteAnswered) }
+    override var holdsCommands: Bool { super.holdsCommands || lastByteAnswered }
 
     // MARK: - Sources
 
@@ -487,10 +484,11 @@ final class UploadTask: TransferTask {
     // MARK: - The response
 
     override func responseHeadersComplete() {
+        let accepted = (200..<300).contains(lastStatus ?? 0)
         // A 2xx to the request that carried the last byte: the upload is done on the server.
-        lastByteAnswered = (200..<300).contains(lastStatus ?? 0) && total.map { bytes >= $0 } == true
+        lastByteAnswered = accepted && total.map { bytes >= $0 } == true
         keepBody = true
-        bodyToFile = responsePart != nil && (200..<300).contains(lastStatus ?? 0)
+        bodyToFile = responsePart != nil && accepted
     }
 
     /// The write callback: the final response's body, to the response file or kept (64 KiB).

@@ -5,11 +5,8 @@ import TransferCore
 enum HumanFormat {
     private static let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
-    /// `text` safe to print on a terminal: a control character (C0, DEL, C1) is shown as `^X`
-    /// (`^[` for ESC, `^?` for DEL) or `\u{FFFD}` (C1), never written as is. A server's error
-    /// message or response body, a hook's output or a file name may carry escape sequences that
-    /// would otherwise move the cursor, retitle the window or rewrite what the table showed.
-    /// With `keepingNewlines`, a line feed stays one (a message of several lines).
+    /// `text` safe to print on a terminal (``PrintableText``, the daemon's rule too); with
+    /// `keepingNewlines`, a line feed stays one (a message of several lines).
     static func printable(_ text: String, keepingNewlines: Bool = false) -> String {
         PrintableText.of(text, keepingNewlines: keepingNewlines)
     }
