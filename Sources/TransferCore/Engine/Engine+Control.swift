@@ -81,10 +81,13 @@ extension Engine {
             case refuse(ControlRefusal)
         }
         var decisions: [(Int64, Decision)] = []
-        var probe = WriteBatch()
+        decisions.reserveCapacity(ids.count)
+        // Sized once: a command on 30,000 jobs held two tables of their patches while one grew.
+        var probe = WriteBatch(capacity: ids.count)
         // An id given twice is one request: acted on once, never refused for the repeat
         // (`resume 5 5` resumes job 5 and exits 0, as `kill 5 5` signals it once).
         var given = Set<Int64>()
+        if action == .remove { vanishing.reserveCapacity(ids.count) }
         for id in ids where given.insert(id).inserted {
             guard let facts = scheduler.facts[id] ?? record(id).map(JobFacts.init) else {
                 decisions.append((id, .refuse(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))))
@@ -113,10 +116,13 @@ extension Engine {
             }
         }
         defer { vanishing = [:] }
+        let committedAt = clock.wall()
         if !probe.isEmpty {
-            do { try store.commit(probe, now: clock.wall()) } catch { throw storeFailure(error) }
+            do { try store.commit(probe, now: committedAt) } catch { throw storeFailure(error) }
         }
+        probe = WriteBatch()
         var done: [JobSnapshot] = []
+        done.reserveCapacity(decisions.count)
         var refused: [ControlRefusal] = []
         holdScheduling = true
         for (id, decision) in decisions {
@@ -124,7 +130,8 @@ extension Engine {
             case .refuse(let r):
                 refused.append(r)
             case .act(let t, let facts, let owed):
-                perform(id, t, facts: facts, owed: owed)
+                // Its patch is written (above): only the copies in memory change.
+                perform(id, t, facts: facts, owed: owed, committedAt: committedAt)
                 if action == .remove {
                     // Its last object, from the row going away: as it ended, for a running job
                     // (cancelled first, its attempt closed).

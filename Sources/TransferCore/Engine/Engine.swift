@@ -478,11 +478,13 @@ public final class Engine: AttemptHost {
     }
 
     /// Changes a job's row: into the pending batch, the running attempt's record and the facts.
-    func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil) {
+    /// `committedAt` is the time of a commit that wrote `patch` already (a control command's):
+    /// then only the copies in memory change, with that `updatedAt`.
+    func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil, committedAt: Double? = nil) {
         guard !patch.isEmpty else { return }
         // Each copy held in memory changes as the row will, `updatedAt` too: the same instant.
-        let now = Timestamp.now()
-        batch.patch(id, patch, at: now)
+        let now = committedAt ?? Timestamp.now()
+        if committedAt == nil { batch.patch(id, patch, at: now) }
         tasks[id]?.record.apply(patch, at: now)
         ending[id]?.apply(patch, at: now)
         vanishing[id]?.apply(patch, at: now)  // a job being removed: what its later actions read
@@ -545,11 +547,14 @@ public final class Engine: AttemptHost {
     }
 
     /// Writes a decided transition (pending batch and memory) and performs its actions. `owed`
-    /// are the records of its `keepHook` actions when they were made (and written) already.
-    func perform(_ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil) {
+    /// are the records of its `keepHook` actions when they were made (and written) already;
+    /// `committedAt` the time of the commit that wrote its patch already (see ``write(_:_:loaded:committedAt:)``).
+    func perform(
+        _ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil, committedAt: Double? = nil
+    ) {
         // An owed hook keeps the job as the ending it leaves left it: taken before the patch.
         var owed = made ?? owedHooks(for: id, t)
-        write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil)
+        write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil, committedAt: committedAt)
         logChange(id, from: facts.state, t)
         var runScheduler = false
         /// The ending a removed running job is told with (`notifyRemoved` comes before `deleteRow`).

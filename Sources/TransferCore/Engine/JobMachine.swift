@@ -73,10 +73,12 @@ public enum JobAction: Equatable, Sendable {
     /// written in the command's transaction: `ending` is the patch of the ending a removal makes
     /// (a running job is cancelled first), or nil when the job had ended already and its hook
     /// `stage` is still pending.
-    case keepHook(HookStage, ending: JobPatch?)
+    /// (`indirect`, as `notifyRemoved`: a patch held inline made every action of every transition
+    /// as large as a patch, 345 bytes.)
+    indirect case keepHook(HookStage, ending: JobPatch?)
     /// Tell subscribers (`transfer.state`) that a job being removed ended as `ending` says (a
     /// running job is cancelled first), once its removal is committed.
-    case notifyRemoved(ending: JobPatch)
+    indirect case notifyRemoved(ending: JobPatch)
     /// Delete the job's row and history.
     case deleteRow
     /// Tell subscribers (`transfer.state`), after the change is committed.

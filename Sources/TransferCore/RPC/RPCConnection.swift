@@ -183,9 +183,9 @@ public final class RPCConnection {
     // MARK: - Output
 
     /// Sends one line (`bytes` without its `\n`), after any output queued before it.
-    func send(_ bytes: [UInt8]) {
+    func send(_ bytes: consuming [UInt8]) {
         guard !closed else { return }
-        var line = bytes
+        var line = bytes  // taken, not copied: a long answer is appended to in place
         line.append(0x0A)
         enqueue(.bytes(line))
     }

@@ -23,6 +23,11 @@ public struct WriteBatch {
     /// An empty batch.
     public init() {}
 
+    /// An empty batch with room for the changes of `capacity` jobs.
+    public init(capacity: Int) {
+        patches.reserveCapacity(capacity)
+    }
+
     /// Whether there is nothing to write.
     public var isEmpty: Bool {
         patches.isEmpty && attempts.isEmpty && deletions.isEmpty && owedHooks.isEmpty
