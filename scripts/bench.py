@@ -46,7 +46,8 @@ threads), when a C compiler is found.
 queue: a fresh `aftransferd --max-active B` whose B slots hold downloads that trickle at 64 B/s
 (nginx limit_rate), then one `download -i` of n URLs that are never fetched; times the enqueue,
 `list --json` (parsed and counted), `status ID` of a queued and a running job, reads VmHWM and the
-daemon's CPU over an idle interval. A step over its budget is killed and reported as "> budget"
+daemon's CPU over an idle interval, then times `pause` and `resume` of every queued job (one
+command each) with the daemon's VmHWM after each. A step over its budget is killed and reported as "> budget"
 with how far it got; the bench always ends.
 
 Everything started here is stopped by PID. See docs/benchmarks.md.
@@ -1064,6 +1065,22 @@ class Bench:
             print(f"  daemon VmHWM {fmt_mib(res['vmhwm'])} MiB, VmRSS {fmt_mib(res['vmrss'])} MiB; "
                   f"CPU over {self.idle_s:.0f} s idle: {res['idle_cpu']:.2f} s; busy slots {res['busy_states']}",
                   flush=True)
+
+            # 6. one control command on every queued job: `pause` them all, then `resume` them all
+            # (after the figures above, so the queue's own VmHWM is measured first)
+            if queued_ids:
+                for verb in ("pause", "resume"):
+                    r = d.run(verb, *map(str, queued_ids), out=f"{home}.{verb}.out", log=f"{home}.{verb}.log",
+                              budget=self.budget)
+                    if r["killed"]:
+                        res[verb] = None
+                        print(f"  {verb} of {len(queued_ids)} jobs: > {self.budget:.0f} s budget", flush=True)
+                        break
+                    if r["rc"] != 0:
+                        raise Failure(f"{verb} of every queued job exited {r['rc']} (see {home}.{verb}.log)")
+                    res[verb] = r
+                    print(f"  {verb} of {len(queued_ids)} jobs: {r['wall']:.3f} s, daemon VmHWM "
+                          f"{fmt_mib(r['maxrss'])} MiB, CLI peak {fmt_mib(r['cli_maxrss'])} MiB", flush=True)
         finally:
             d.stop()
             if not os.environ.get("BENCH_KEEP") == "1":
@@ -1086,8 +1103,9 @@ class Bench:
         print()
         print("| n | enqueue (s) | jobs/s | daemon CPU ms/job | list --json (s) | list (MiB) | entries "
               "| status queued, median (ms) | status running, median (ms) | daemon VmHWM after enqueue / at end (MiB) "
-              f"| CPU over idle {self.idle_s:.0f} s (s) |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+              f"| CPU over idle {self.idle_s:.0f} s (s) | pause all: s / daemon VmHWM (MiB) "
+              f"| resume all: s / VmHWM (MiB) |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for res in self.queue_results:
             n = res["n"]
             e = res.get("enqueue")
@@ -1119,8 +1137,12 @@ class Bench:
                      ms("status_queued"), ms("status_running"),
                      (f"{fmt_mib(e['maxrss'])} / " if e else "") + (fmt_mib(res["vmhwm"]) if "vmhwm" in res else "—"),
                      f"{res['idle_cpu']:.2f}" if "idle_cpu" in res else "—"]
+            for verb in ("pause", "resume"):
+                v = res.get(verb)
+                cells.append("—" if verb not in res else f"> {b:.0f}" if v is None else
+                             f"{v['wall']:.2f} / {fmt_mib(v['maxrss'])}")
             print("| " + " | ".join(cells) + " |")
-        print("| target (100,000) | ≤ 5 | | | ≤ 1 | | | ≤ 50 | ≤ 50 | ≤ 128 (at end) | ≈ 0 |")
+        print("| target (100,000) | ≤ 5 | | | ≤ 1 | | | ≤ 50 | ≤ 50 | ≤ 128 (at end) | ≈ 0 | | |")
         for note in self.notes:
             print(f"note: {note}")
         print(flush=True)
