@@ -404,3 +404,70 @@ def test_a_stopping_daemon_lets_a_slow_reader_take_its_answers_whole(daemon, fau
     assert out.endswith(b"\n"), f"a line was cut: ...{bytes(out[-120:])!r}"
     ids = [json.loads(line)["id"] for line in out.splitlines()]
     assert ids == list(range(len(ids))) and len(ids) >= 2, ids
+
+
+def _ms(stamp: str) -> float:
+    """Seconds since the epoch of an RFC 3339 UTC stamp with optional milliseconds."""
+    import datetime
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.parametrize("kind", ["upload", "download"])
+def test_removing_a_running_job_tells_its_cancellation_as_of_the_removal(daemon, faultserver, key, kind):
+    # The last object of a running job being removed is `cancelled` now: its updatedAt is the
+    # removal's instant, not the row's last change (for an upload: when its attempt started).
+    if kind == "upload":
+        src = daemon.work / "up.bin"
+        src.write_bytes(os.urandom(3_000_000))
+        job = daemon.rpc_result("transfer.add", {"url": faultserver.url("/upload", key=key, slow=100_000),
+                                                 "kind": "upload", "source": str(src)})
+    else:
+        job = add(daemon, url=faultserver.url(size=10_000_000, key=key, slow=100_000),
+                  destination=str(daemon.work / "down.bin"))
+    daemon.wait_state(job["id"], "running")
+    time.sleep(1.5)
+    running = daemon.job(job["id"])
+    with daemon.connect(timeout=10) as c:
+        assert c.call("events.subscribe")["result"] == {"subscribed": True}
+        before = time.time()
+        answer = daemon.rpc_result("transfer.remove", {"ids": [job["id"]]})
+        told = []
+        while not any(m["method"] == "transfer.removed" for m in told):
+            msg = c.recv(timeout=10)
+            assert msg is not None, f"no removal told: {told}"
+            if msg["method"] != "transfer.progress":
+                told.append(msg)
+    last = answer["jobs"][0]
+    assert last["state"] == "cancelled", last
+    assert last["updatedAt"] > running["updatedAt"], (running["updatedAt"], last["updatedAt"])
+    assert _ms(last["updatedAt"]) >= before - 0.002, (before, last["updatedAt"])
+    assert last["updatedAt"] >= last["history"][-1]["endedAt"], last["history"][-1]
+    assert [(m["method"], m["params"]["state"], m["params"]["updatedAt"]) for m in told] == [
+        ("transfer.state", "cancelled", last["updatedAt"]),
+        ("transfer.removed", "cancelled", last["updatedAt"]),
+    ], told
+
+
+def test_a_paused_downloads_last_checkpoint_keeps_the_updated_at_its_answer_told(daemon, faultserver, key):
+    # The checkpoint a pause makes lands after the answer; it changes nothing the job object
+    # shows, so the row keeps the answer's (and the event's) updatedAt.
+    job = add(daemon, url=faultserver.url(size=10_000_000, key=key, slow=200_000),
+              destination=str(daemon.work / "p.bin"))
+    daemon.wait_bytes(job["id"], 300_000)
+    with daemon.connect(timeout=10) as c:
+        assert c.call("events.subscribe")["result"] == {"subscribed": True}
+        answer = daemon.rpc_result("transfer.pause", {"ids": [job["id"]]})["jobs"][0]
+        told = None
+        while told is None:
+            msg = c.recv(timeout=10)
+            assert msg is not None
+            if msg["method"] == "transfer.state" and msg["params"]["state"] == "paused":
+                told = msg["params"]
+    time.sleep(1.0)  # the checkpoint's fdatasync and its commit
+    stored = daemon.job(job["id"])
+    assert answer["state"] == told["state"] == stored["state"] == "paused"
+    assert answer["updatedAt"] == told["updatedAt"] == stored["updatedAt"], (answer, told, stored)
+    assert answer["bytes"] == stored["bytes"], (answer["bytes"], stored["bytes"])
+    daemon.restart()
+    again = daemon.job(job["id"])
+    assert again["updatedAt"] == answer["updatedAt"] and again["bytes"] == answer["bytes"], again

@@ -19,6 +19,9 @@ protocol AttemptHost: AnyObject {
     /// Changes the job's row (written with the loop pass's group commit; the attempt's cached
     /// record is updated at once).
     func write(_ job: Int64, _ patch: JobPatch)
+    /// Writes a checkpoint's durable offsets: as ``write(_:_:)``, but a stopped attempt's last
+    /// checkpoint leaves the job's `updatedAt` as it is (its object shows no change).
+    func writeCheckpoint(_ job: Int64, _ patch: JobPatch)
     /// A part file is gone: a record of it as doomed (``DoomedPart``) is dropped with the pass.
     func partDeleted(_ path: String)
     /// Runs `body` once the changes made so far are committed (bookkeeping before a rename).

@@ -501,7 +501,7 @@ final class DownloadTask: TransferTask {
         var patch = JobPatch()
         patch.segments = .some(p.storedText)
         patch.durableBytes = p.durableBytes
-        write(patch)
+        engine.writeCheckpoint(jobId, patch)
         engine.recordAttemptBytes(jobId, p.durableBytes)
     }
 

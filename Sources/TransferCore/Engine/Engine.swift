@@ -477,14 +477,14 @@ public final class Engine: AttemptHost {
         batch.finishOwedHook(id)
     }
 
-    /// Changes a job's row: into the pending batch, the running attempt's record and the facts.
-    /// `committedAt` is the time of a commit that wrote `patch` already (a control command's):
-    /// then only the copies in memory change, with that `updatedAt`.
-    func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil, committedAt: Double? = nil) {
+    /// Changes a job's row: into the pending batch, the running attempt's record and the facts,
+    /// with `updatedAt` at `at` (now when nil). `committed`: a commit wrote `patch` already (a
+    /// control command's, at `at`), so only the copies in memory change.
+    func write(_ id: Int64, _ patch: JobPatch, loaded: JobFacts? = nil, at: Double? = nil, committed: Bool = false) {
         guard !patch.isEmpty else { return }
         // Each copy held in memory changes as the row will, `updatedAt` too: the same instant.
-        let now = committedAt ?? Timestamp.now()
-        if committedAt == nil { batch.patch(id, patch, at: now) }
+        let now = at ?? Timestamp.now()
+        if !committed { batch.patch(id, patch, at: now) }
         tasks[id]?.record.apply(patch, at: now)
         ending[id]?.apply(patch, at: now)
         vanishing[id]?.apply(patch, at: now)  // a job being removed: what its later actions read
@@ -497,8 +497,20 @@ public final class Engine: AttemptHost {
     private func recordDurable(_ id: Int64, _ offset: Int64) {
         var p = JobPatch()
         p.durableBytes = offset
-        write(id, p)
+        writeCheckpoint(id, p)
         recordAttemptBytes(id, offset)
+    }
+
+    /// Writes a checkpoint's durable offsets. A stopped attempt's last checkpoint (after a pause,
+    /// a failure) changes nothing its job object shows (its bytes are the attempt's last count,
+    /// ``lastBytes``): the row keeps the `updatedAt` its change of state gave it, which the
+    /// command's answer and the event told.
+    func writeCheckpoint(_ id: Int64, _ patch: JobPatch) {
+        if tasks[id] == nil, let changed = record(id)?.updatedAt {
+            write(id, patch, at: changed)
+        } else {
+            write(id, patch)
+        }
     }
 
     /// Keeps the open attempt's byte count at the job's durable bytes (a checkpoint's, of one
@@ -548,13 +560,15 @@ public final class Engine: AttemptHost {
 
     /// Writes a decided transition (pending batch and memory) and performs its actions. `owed`
     /// are the records of its `keepHook` actions when they were made (and written) already;
-    /// `committedAt` the time of the commit that wrote its patch already (see ``write(_:_:loaded:committedAt:)``).
+    /// `committedAt` the time of the commit that wrote its patch already (see ``write(_:_:loaded:at:committed:)``).
     func perform(
         _ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil, committedAt: Double? = nil
     ) {
         // An owed hook keeps the job as the ending it leaves left it: taken before the patch.
         var owed = made ?? owedHooks(for: id, t)
-        write(id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil, committedAt: committedAt)
+        write(
+            id, t.patch, loaded: scheduler.facts[id] == nil ? facts : nil, at: committedAt,
+            committed: committedAt != nil)
         logChange(id, from: facts.state, t)
         var runScheduler = false
         /// The ending a removed running job is told with (`notifyRemoved` comes before `deleteRow`).
@@ -588,6 +602,10 @@ public final class Engine: AttemptHost {
                 }
             case .notifyRemoved(let end):
                 removedEnding = end
+                // The ending happens now, with the removal (its attempt stopped, its history
+                // closed just before): its last object, the event's and the answer's, is as of
+                // this instant, not of the row's last change.
+                vanishing[id]?.apply(end, at: Timestamp.now())
                 if onEvents != nil, wantsEvents(), let job = snapshot(id, ending: end) {
                     events.append((EngineNotification.stateChanged, job))
                 }
