@@ -64,6 +64,10 @@ public final class CurlEasy {
         let me = Unmanaged.passUnretained(self).toOpaque()
         set(CURLOPT_PRIVATE, pointer: me)
         set(CURLOPT_NOSIGNAL, 1)
+        // A transfer taken away during its name lookup (cancel, pause, stop) leaves libcurl's
+        // resolver thread to finish and free itself: without this, libcurl 7.88 joins it, and the
+        // loop waited as long as the resolver (10 s and more for a DNS server that never answers).
+        set(CURLOPT_QUICK_EXIT, 1)
         // Every connection resets when it is closed: an upload cut short (stopped, or the daemon
         // killed) drops the body bytes queued in the kernel instead of sending them on after the
         // client has moved on — whichever request opened the connection it reuses (a resumable
