@@ -27,7 +27,15 @@ final class RateParserTests: XCTestCase {
     func testThatDecimalsAreAcceptedAndFractionsOfAByteAreCutOff() {
         XCTAssertEqual(RateParser.parse("1.5M"), 1_572_864)
         XCTAssertEqual(RateParser.parse("0.5K"), 512)
-        XCTAssertEqual(RateParser.parse("1.9"), 1)
+        XCTAssertEqual(RateParser.parse("1.1K"), 1126)
+    }
+
+    /// A fraction without a unit is a unit forgotten, not 1 byte a second (it froze downloads).
+    func testThatADecimalNumberOfBytesIsRefused() {
+        XCTAssertNil(RateParser.parse("1.9"))
+        XCTAssertNil(RateParser.parse("1.5"))
+        XCTAssertNil(RateParser.parse("100.7B"))
+        XCTAssertEqual(RateParser.parse("100"), 100)
     }
 
     func testThatSurroundingWhitespaceIsIgnored() {

@@ -139,6 +139,7 @@ BAD_OPTIONS = [
     ("--sha256", "abcd"),
     ("--limit-rate", "fast"),
     ("--limit-rate", "-5K"),
+    ("--limit-rate", "1.5"),  # a fraction without a unit was 1 byte a second
     ("--priority", "high"),
     ("--retries", "-1"),
     ("--retries", "many"),

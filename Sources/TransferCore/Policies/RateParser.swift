@@ -10,7 +10,9 @@ import Foundation
 /// - a decimal number with a unit: `1.5M` is 1 572 864. Fractions of a byte are cut off.
 ///
 /// Refused (`nil`): empty strings, signs, exponents, `inf`/`nan`, inner whitespace (`500 K`),
-/// unknown units, results of zero (`0`, `0K`, `0.0001K`) and values that overflow `Int64`.
+/// unknown units, results of zero (`0`, `0K`, `0.0001K`), values that overflow `Int64`, and a
+/// decimal number of bytes (`1.5`, `1.5B`): a fraction without a unit is most likely a unit
+/// forgotten, and taken as bytes it set a limit of 1 byte a second.
 public enum RateParser {
     /// The multiplier of each unit letter (lowercase): powers of 1024.
     public static let unitMultipliers: [Character: Int64] = [
@@ -54,7 +56,7 @@ public enum RateParser {
         }
 
         let fraction = parts[1]
-        guard isDigits(fraction), let number = Double(text) else { return nil }
+        guard multiplier > 1, isDigits(fraction), let number = Double(text) else { return nil }
         let value = (number * Double(multiplier)).rounded(.down)
         // Double(Int64.max) rounds up to 2^63, so compare with `<`.
         guard value >= 1, value < Double(Int64.max) else { return nil }
