@@ -663,6 +663,26 @@ def test_an_autostarted_daemons_home_and_log_are_private(daemon_factory):
     d.cli("daemon", "stop", check=0)
 
 
+def test_files_an_older_or_hand_made_home_left_open_are_made_private(daemon_factory):
+    # `open` keeps an existing file's mode: the lock, the reserve and the autostart log of a home
+    # whose files were left readable are made 0600 again, as the database already was.
+    d = daemon_factory(start=False)
+    d.home.mkdir(parents=True)
+    loose = ["aftransferd.lock", "aftransferd.reserve", "aftransferd.log", "transfers.sqlite"]
+    for name in loose:
+        (d.home / name).touch()
+    os.chmod(d.home, 0o755)
+    for name in loose:
+        os.chmod(d.home / name, 0o644)
+    (d.home / "transfers.sqlite").unlink()  # an empty file is no database
+    d.cli("list", autostart=True, check=0)
+    wait_until(lambda: d.socket.exists(), 10, "the autostarted daemon's socket")
+    assert mode(d.home) == 0o700
+    for name in ["aftransferd.lock", "aftransferd.reserve", "aftransferd.log", "transfers.sqlite"]:
+        assert mode(d.home / name) == 0o600, f"{name}: {oct(mode(d.home / name))}"
+    d.cli("daemon", "stop", check=0)
+
+
 SETPRIV = shutil.which("setpriv")
 
 PEER_CLIENT = r"""

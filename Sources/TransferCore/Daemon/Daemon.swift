@@ -85,6 +85,9 @@ public final class Daemon {
                 ? String(decoding: buf.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
             return fail("another aftransferd (pid \(pid)) is already running for \(paths.home)")
         }
+        // A lock file left by an older or hand-made home keeps its mode through `open`: made
+        // private like the database (SPEC: the home's files are private).
+        fchmod(lockFD, 0o600)
         ftruncate(lockFD, 0)
         let pidText = "\(getpid())\n"
         _ = pidText.withCString { write(lockFD, $0, strlen($0)) }

@@ -33,6 +33,7 @@ final class SpaceReserve {
         if isHeld { return true }
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }
+        fchmod(fd, 0o600)  // an existing file keeps its mode through `open`
         let rc = posix_fallocate(fd, 0, off_t(size))
         let synced = rc == 0 && fsync(fd) == 0
         close(fd)

@@ -71,6 +71,7 @@ enum DaemonLauncher {
             throw LaunchError(message: "cannot open the daemon's log \(paths.log): \(String(cString: strerror(errno)))")
         }
         defer { _ = close(log) }
+        fchmod(log, 0o600)  // a log made by hand or by an older version keeps its mode through `open`
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, log, 1)
         posix_spawn_file_actions_adddup2(&actions, log, 2)
