@@ -37,6 +37,14 @@ final class CurlCommandRendererTests: XCTestCase {
         XCTAssertTrue(token.contains("--user tok3n:"), token)
         XCTAssertTrue(token.contains("--proto-redir =https"), token)
         XCTAssertFalse(render("http://example.com/f").contains("--proto-redir"))
+        // `--user` ends a name at its first colon: a name holding one stays in the URL, encoded.
+        let colon = render("http://u6%3Aa:pX6@127.0.0.1:8080/f")
+        XCTAssertFalse(colon.contains("--user"), colon)
+        XCTAssertFalse(colon.contains("pX6"), colon)
+        XCTAssertTrue(
+            colon.hasSuffix(" 'http://u6%3Aa:***@127.0.0.1:8080/f'")
+                || colon.hasSuffix(" http://u6%3Aa:***@127.0.0.1:8080/f"), colon)
+        XCTAssertTrue(render("http://u6%3Aa@h/f").hasSuffix("http://u6%3Aa@h/f"))
     }
 
     /// The job retries 8 times unless told otherwise; curl alone never would, so the default shows.

@@ -63,13 +63,23 @@ public enum CurlCommandRenderer {
         for h in req.headers ?? [] {
             if let f = try? HeaderField.parse(h) { args += ["-H", f.redactedLine] } else { args += ["-H", h] }
         }
+        var url = URLRedaction.redact(r.url)
         if let user = req.user {
             let name = user.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
             args += ["--user", "\(name):***"]
         } else if let comps = URLComponents(string: r.url), let name = comps.user {
-            // Credentials in the URL move to --user, password redacted, so the command still names them.
-            // A user alone is sent with an empty password (`USER:`), as `--user USER:` says.
-            args += ["--user", comps.password == nil ? "\(name):" : "\(name):***"]
+            if name.contains(":"), var shown = URLComponents(string: url) {
+                // `--user` ends the name at its first colon: a name holding one (`u%3Aa`) stays
+                // in the URL, still encoded, the password redacted.
+                shown.percentEncodedUser = comps.percentEncodedUser
+                shown.percentEncodedPassword = comps.password == nil ? nil : "***"
+                url = shown.string ?? url
+            } else {
+                // Credentials in the URL move to --user, password redacted, so the command still
+                // names them. A user alone is sent with an empty password (`USER:`), as `--user
+                // USER:` says.
+                args += ["--user", comps.password == nil ? "\(name):" : "\(name):***"]
+            }
         }
         if let rate = req.limitRate {
             // In bytes a second: curl takes no `1.5M`, `500KB` or `2MiB`, which RATE does.
@@ -80,7 +90,7 @@ public enum CurlCommandRenderer {
         if let c = req.cacert { args += ["--cacert", c] }
         if let p = req.pinPubkey { args += ["--pinnedpubkey", p] }
         if req.insecure == true { args.append("--insecure") }
-        args.append(URLRedaction.redact(r.url))
+        args.append(url)
         return args.map(quote).joined(separator: " ")
     }
 
