@@ -516,6 +516,8 @@ def test_a_tus_upload_completes_with_the_exact_bytes(daemon, tus):
     assert info["size"] == 1_500_000 and info["offset"] == 1_500_000
     assert info["metadata"]["filename"] == "t.bin"
     assert job["response"]["status"] == 204 and job["response"]["headers"]["upload-offset"] == "1500000"
+    # The log names the request sent first: tus creation is a POST (the job's method stays PUT).
+    assert f"job={id} attempt 1: POST {tus.base}" in daemon.log_text(), daemon.log_tail(20)
 
 
 @pytest.mark.timeout(180)

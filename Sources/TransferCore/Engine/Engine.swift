@@ -684,7 +684,9 @@ public final class Engine: AttemptHost {
         if r.kind == .upload, let resumeAt = r.uploadUrl {
             Log.info("attempt \(r.attempts): resuming the upload at \(URLRedaction.redact(resumeAt))", job: id)
         } else {
-            Log.info("attempt \(r.attempts): \(r.method) \(URLRedaction.redact(r.url))", job: id)
+            // A tus upload starts with its creation, a POST, whatever the job's method.
+            let method = r.kind == .upload && r.request.resumableMode == .tus ? "POST" : r.method
+            Log.info("attempt \(r.attempts): \(method) \(URLRedaction.redact(r.url))", job: id)
         }
         do {
             try task.start()
