@@ -473,3 +473,24 @@ def test_that_what_a_hook_left_running_ends_when_the_daemon_stops(daemon, faults
             os.kill(pid, 9)
         except ProcessLookupError:
             pass
+
+
+def test_that_a_daemon_hook_a_crash_cut_short_and_a_restart_without_on_end_drops_is_logged(
+        daemon_factory, faultserver, key):
+    # The daemon's hook was running when the daemon was killed; it restarts without `--on-end`:
+    # the hook is not run (nothing to run), and the log says so instead of dropping it unseen.
+    d = daemon_factory(start=False)
+    started = d.root / "started"
+    d.args = ["--on-end", f"echo x >> {started}; sleep 8"]
+    d.start()
+    id = d.download(faultserver.url(key=key, size=2000), "-o", str(d.work / "h"))
+    d.wait_state(id, "completed", interval=0.02)
+    wait_until(lambda: started.exists(), 10, "the daemon's hook to start")
+    d.kill9()
+    d.args = []
+    d.start()
+    wait_until(lambda: f"job={id} the daemon's --on-end hook owed" in d.log_text(), 10,
+               "the log line of the dropped hook")
+    assert d.job(id)["state"] == "completed"
+    time.sleep(0.5)
+    assert len(started.read_text().splitlines()) == 1, "not run again without --on-end"

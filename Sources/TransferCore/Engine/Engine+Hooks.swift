@@ -33,6 +33,7 @@ extension Engine {
         guard let r = record(id), let stage = r.hookPending else { return }
         guard let command = stage == .job ? r.request.onEnd : config.onEnd else {
             // The daemon's hook was set when the job ended, but is not any more.
+            Log.info("the daemon's --on-end hook owed to this ending is not run: no --on-end now", job: id)
             dispatch(id, .hookFinished(stage, nil), loaded: JobFacts(r))
             return
         }
@@ -68,6 +69,8 @@ extension Engine {
     func runOwedHook(_ owedId: Int64) {
         guard !shuttingDown, let kept = owedHooks[owedId], !hooks.isRunning(.owed(owedId)) else { return }
         guard let command = kept.stage == .job ? kept.onEnd : config.onEnd else {
+            Log.info(
+                "the daemon's --on-end hook owed to an earlier ending is not run: no --on-end now", job: kept.jobId)
             owedHookFinished(owedId, kept.stage)
             return
         }
