@@ -185,7 +185,7 @@ public final class RPCConnection {
     /// Sends one line (`bytes` without its `\n`), after any output queued before it.
     func send(_ bytes: consuming [UInt8]) {
         guard !closed else { return }
-        var line = bytes  // taken, not copied: a long answer is appended to in place
+        var line = consume bytes  // taken, not copied: a long answer is appended to in place
         line.append(0x0A)
         enqueue(.bytes(line))
     }
