@@ -64,15 +64,29 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(s.popNext(), 9)
     }
 
-    func testThatDestinationsAreHeldByUnfinishedAndFailedJobsOnly() {
+    /// Unfinished jobs hold their path; a failed download only with data to resume.
+    func testThatDestinationsAreHeldByUnfinishedAndResumableFailedJobsOnly() {
         var s = Scheduler()
         s.add(facts(1, dest: "/d/x"))
         XCTAssertEqual(s.holder(of: "/d/x"), 1)
         XCTAssertNil(s.holder(of: "/d/x", except: 1))
-        s.apply(patch(.failed), to: 1)
-        XCTAssertEqual(s.holder(of: "/d/x"), 1)
+        var kept = patch(.failed)
+        kept.durableBytes = 4096
+        s.apply(kept, to: 1)
+        XCTAssertEqual(s.holder(of: "/d/x"), 1, "a part to resume")
         s.apply(patch(.cancelled), to: 1)
         XCTAssertNil(s.holder(of: "/d/x"))
+        // Failed with nothing kept: its retry starts from zero, the path is free; retried, it
+        // holds it again.
+        s.add(facts(3, dest: "/d/z"))
+        s.apply(patch(.failed), to: 3)
+        XCTAssertNil(s.holder(of: "/d/z"))
+        s.apply(patch(.queued), to: 3)
+        XCTAssertEqual(s.holder(of: "/d/z"), 3)
+        var ranges = patch(.failed)
+        ranges.segments = .some("ranges")
+        s.apply(ranges, to: 3)
+        XCTAssertEqual(s.holder(of: "/d/z"), 3, "ranges to resume")
         var named = JobPatch()
         named.destination = .some("/d/y")
         s.add(JobFacts(id: 2, kind: .download, state: .running, priority: 0, destination: nil))

@@ -705,3 +705,32 @@ def test_a_200_that_says_it_holds_only_the_files_end_is_refused_not_saved_as_the
         assert "Content-Range" in job["error"]["message"] and not dest.exists()
     finally:
         stop()
+
+
+def test_a_failed_download_with_nothing_to_resume_keeps_no_path_from_a_new_job(daemon, faultserver, key):
+    # It failed at the end (the file appeared: destination_exists) with no byte kept, or on a 404:
+    # its retry would start from zero, so it does not keep the path. The error's advice works:
+    # a new job with --replace may take it; the failed job's retry then waits its turn (refused).
+    d = daemon.work / "d"
+    d.mkdir()
+    (d / "x.bin").write_bytes(b"old")
+    failed = daemon.download(faultserver.url(size=1000, key=key, cd='attachment; filename="x.bin"'), "-d", d)
+    job = daemon.wait_state(failed, "failed")
+    assert job["error"]["code"] == "destination_exists" and job["bytes"] == 0, job
+    assert not (d / "x.bin.aftpart").exists()
+    r = daemon.cli("download", faultserver.url(size=1000, seed="n", key=key + "n"), "-o", d / "x.bin",
+                   "--replace", "--wait")
+    assert r.rc == 0, r
+    assert sha256_file(d / "x.bin") == faultserver.sha256(1000, "n")
+    missing = daemon.download(faultserver.url("/nope", key=key + "m", status=404), "-o", d / "y.bin")
+    assert daemon.wait_state(missing, "failed")["error"]["code"] == "http_status"
+    holder = daemon.download(faultserver.url(size=400_000, key=key + "h", slow=100_000), "-o", d / "y.bin")
+    r = daemon.cli("retry", missing)
+    assert r.rc == 2 and f"job {holder} now writes to" in r.err, r
+    # A failed download with data to resume keeps its path.
+    kept = daemon.download(faultserver.url(size=2_000_000, key=key + "k", slow=200_000, drop=300_000),
+                           "-o", d / "z.bin", "--retries", "0")
+    job = daemon.wait_state(kept, "failed", timeout=30)
+    assert job["bytes"] > 0, job
+    r = daemon.cli("download", faultserver.url(size=10, key=key + "z"), "-o", d / "z.bin", "--replace")
+    assert r.rc == 2 and f"another job downloads to {d}/z.bin (job {kept})" in r.err, r

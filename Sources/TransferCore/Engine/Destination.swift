@@ -100,8 +100,11 @@ struct Destination {
     /// A `destination_exists` error if another job holds this path (`holder`), or the file
     /// exists and may not be replaced.
     func clash(replace: Bool, heldBy holder: Int64?) -> TransferError? {
-        if holder != nil {
-            return TransferError(.destinationExists, "another job downloads to \(path)", retryable: false)
+        if let holder {
+            // The job is named (0: another request of the same list), so that the user knows
+            // which one to wait for, or to remove.
+            let which = holder > 0 ? " (job \(holder))" : ""
+            return TransferError(.destinationExists, "another job downloads to \(path)\(which)", retryable: false)
         }
         var st = stat()
         if !replace && stat(path, &st) == 0 {

@@ -2,7 +2,8 @@ import HeapModule
 
 /// The in-memory queue (SPEC "Scheduling"): every unfinished job's ``JobFacts``, a priority queue
 /// of the queued ones (higher priority first, then the oldest), the retry deadlines, the
-/// destinations held by unfinished or failed downloads, and the count of jobs per state.
+/// destinations held by unfinished downloads and failed ones with data to resume
+/// (``JobFacts/holdsPath``), and the count of jobs per state.
 ///
 /// Choosing the next job, checking a destination clash and counting jobs never read the
 /// database and cost O(log n) or O(1). Pure (no I/O, no clock): the engine arms one loop timer
@@ -62,7 +63,7 @@ struct Scheduler {
         guard Self.tracks(f.state) else { return }
         facts[f.id] = f
         if f.state == .queued { queue.insert(QueueKey(priority: f.priority, id: f.id)) }
-        if let d = f.heldPath { destinations[d] = f.id }
+        if let d = f.holdsPath { destinations[d] = f.id }
     }
 
     /// Applies a committed change to a job's facts, keeping the queue, the counts and the
@@ -77,9 +78,9 @@ struct Scheduler {
             counts[old.state, default: 0] -= 1
             counts[f.state, default: 0] += 1
         }
-        if old.heldPath != f.heldPath || !wasTracked {
-            if let d = old.heldPath, destinations[d] == id { destinations[d] = nil }
-            if let d = f.heldPath, Self.tracks(f.state) { destinations[d] = id }
+        if old.holdsPath != f.holdsPath || !wasTracked {
+            if let d = old.holdsPath, destinations[d] == id { destinations[d] = nil }
+            if let d = f.holdsPath, Self.tracks(f.state) { destinations[d] = id }
         }
         if Self.tracks(f.state) {
             facts[id] = f
@@ -100,7 +101,7 @@ struct Scheduler {
     private mutating func forget(_ f: JobFacts) {
         facts[f.id] = nil
         armed[f.id] = nil
-        if let d = f.heldPath, destinations[d] == f.id { destinations[d] = nil }
+        if let d = f.holdsPath, destinations[d] == f.id { destinations[d] = nil }
     }
 
     /// The job holding a download destination, if any other than `except`.

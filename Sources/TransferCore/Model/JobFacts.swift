@@ -41,6 +41,15 @@ public struct JobFacts: Equatable, Sendable {
     /// upload's `--response` file (both go through a `.aftpart` beside them).
     public var heldPath: String? { kind == .download ? destination : responseFile }
 
+    /// The path this job keeps from other jobs now: its ``heldPath``, but for a failed download
+    /// with nothing to resume (no durable byte, no ranges: its `retry` starts from zero), which
+    /// keeps nothing — another job may take the path (with `--replace`, or once the file is gone);
+    /// the failed job's `retry` is then refused while that job holds it. (A failed job's last
+    /// checkpoint is written before its failure, so `durableBytes` is final when it fails.)
+    public var holdsPath: String? {
+        kind == .download && state == .failed && durableBytes == 0 && !segmented ? nil : heldPath
+    }
+
     /// Creates the facts of a job.
     public init(
         id: Int64, kind: JobKind, state: TransferState, priority: Int, destination: String?,
