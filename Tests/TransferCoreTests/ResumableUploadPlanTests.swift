@@ -10,11 +10,12 @@ final class ResumableUploadPlanTests: XCTestCase {
 
     private func plan(
         _ mode: ResumableMode = .auto, uploadURL: String? = nil, agreed: ResumableProtocol? = nil, offset: Int64 = 0,
-        limit: Int64? = nil, sha256: String? = nil
+        limit: Int64? = nil, sha256: String? = nil, refused: Bool = false
     ) -> ResumableUploadPlan {
         ResumableUploadPlan(
             mode: mode, url: url, method: "PUT", length: length, contentType: "text/plain", filename: "a b.txt",
-            sha256Hex: sha256, uploadURL: uploadURL, agreed: agreed, offset: offset, appendLimit: limit)
+            sha256Hex: sha256, uploadURL: uploadURL, agreed: agreed, offset: offset, appendLimit: limit,
+            completionRefused: refused)
     }
 
     private func response(_ status: Int, _ headers: [String: String] = [:]) -> ResumableUploadPlan.Response {
@@ -293,25 +294,72 @@ final class ResumableUploadPlanTests: XCTestCase {
         }
     }
 
-    /// Found by an outside audit: a `500` to the request that completed the upload, after the
-    /// server had read all of it, left the upload URL for the retry, whose `HEAD` said "complete".
-    func testThatARefusedCompletingRequestForgetsTheUploadSoThatARetrySendsItAgain() throws {
+    /// Found by outside audits: a `500` to the request that completed the upload, after the
+    /// server had read all of it, left the upload URL for the retry, whose `HEAD` said "complete"
+    /// and ended the job well on the `HEAD`'s answer; forgetting the upload at once (the first
+    /// fix) re-sent the whole file even when the server had kept none of that request.
+    func testThatARefusedCompletingRequestResumesUnlessTheServerSaysItHoldsEveryByte() throws {
         var p = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 400)
         _ = p.first()
         let append = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "400"]))))
         XCTAssertTrue(append.completes)
         guard case .failed(let e) = p.received(response(500)) else { return XCTFail("a 500 completed") }
         XCTAssertTrue(e.retryable)
-        XCTAssertNil(p.uploadURL)
-        XCTAssertNil(p.agreed)
-        XCTAssertEqual(p.offset, 0)
-        // A refused append that was not the last keeps the upload: the retry resumes it.
+        XCTAssertEqual(p.uploadURL, "http://h.example/res/1", "kept: the next attempt asks the offset")
+        XCTAssertTrue(p.completionRefused)
+
+        // The next attempt (told by the history entry): the server kept none of it: resumed.
+        var kept = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 400, refused: true)
+        XCTAssertEqual(kept.first().method, "HEAD")
+        let again = try XCTUnwrap(sent(kept.received(response(204, ["upload-offset": "400"]))))
+        XCTAssertEqual(again.bodyOffset, 400)
+        XCTAssertTrue(again.completes)
+        XCTAssertEqual(kept.received(response(201, ["upload-offset": "\(length)"])), .completed)
+
+        // It holds every byte: not taken as the end; a new upload from a new first request.
+        var whole = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 400, refused: true)
+        _ = whole.first()
+        let create = try XCTUnwrap(
+            sent(whole.received(response(204, ["upload-offset": "\(length)", "upload-complete": "?1"]))))
+        XCTAssertEqual(create.method, "PUT")
+        XCTAssertEqual(create.url, url)
+        XCTAssertEqual(create.bodyOffset, 0)
+        XCTAssertNil(whole.uploadURL)
+        XCTAssertFalse(whole.completionRefused)
+        // The same for tus (a POST, then the whole file).
+        var tus = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus, offset: 400, refused: true)
+        _ = tus.first()
+        XCTAssertEqual(try XCTUnwrap(sent(tus.received(response(200, ["upload-offset": "\(length)"])))).method, "POST")
+        // Without the refusal, "complete" is the end (a cut after the server had everything).
+        var cut = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 400)
+        _ = cut.first()
+        XCTAssertEqual(
+            cut.received(response(204, ["upload-offset": "\(length)", "upload-complete": "?1"])), .completed)
+
+        // A refused append that was not the last is not a refused completion.
         var q = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 0, limit: 300)
         _ = q.first()
         let first = try XCTUnwrap(sent(q.received(response(204, ["upload-offset": "0"]))))
         XCTAssertFalse(first.completes)
         guard case .failed = q.received(response(500)) else { return XCTFail("a 500 went on") }
         XCTAssertEqual(q.uploadURL, "http://h.example/res/1")
+        XCTAssertFalse(q.completionRefused)
+    }
+
+    /// The next attempt learns of a refused completion from the last history entry, which a
+    /// restart keeps: a refusal status with every byte sent.
+    func testThatARefusedCompletionIsReadFromTheLastHistoryEntry() {
+        func entry(_ status: Int?, _ bytes: Int64) -> AttemptRecord {
+            var a = AttemptRecord(attempt: 1, startedAt: "2026-11-27T00:00:00Z", bytes: bytes)
+            a.httpStatus = status
+            return a
+        }
+        XCTAssertTrue(UploadTask.completionWasRefused([entry(204, 400), entry(503, 1000)], length: 1000))
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(503, 999)], length: 1000), "not every byte")
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(nil, 1000)], length: 1000), "a cut, no answer")
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(201, 1000)], length: 1000))
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(409, 1000)], length: 1000))
+        XCTAssertFalse(UploadTask.completionWasRefused([], length: 1000))
     }
 
     func testThatTusResumesWithHeadAndCompletesWhenTheOffsetIsTheLength() throws {

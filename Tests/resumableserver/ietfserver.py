@@ -25,6 +25,8 @@ Knobs, in the creation request's query (they stay with the upload):
   slowbody=S    the answer that completes the upload sends its headers, then its body S seconds later
   failcomplete=N  the first N requests that complete the upload keep every byte (the upload is
                 complete, as HEAD says) but are answered 500 "processing failed"
+  failappend=N  the first N appends that would complete the upload are read whole but keep none of
+                their bytes, and are answered 503 (HEAD then gives the offset before them)
 
 An offset query (HEAD) or a new append ends any append still being read for that upload (a client
 that asks has given the old request up; the server may not have seen its connection close yet): the
@@ -246,7 +248,8 @@ class Handler(BaseHTTPRequestHandler):
                 "conflicts": int(q.get("conflict", "0")), "fail5xx": int(q.get("fail5xx", "0")),
                 "stall": int(q["stall"]) if "stall" in q else None,
                 "early": [int(x) for x in q.get("early", "").split(",") if x],
-                "failcomplete": int(q.get("failcomplete", "0"))})
+                "failcomplete": int(q.get("failcomplete", "0")),
+                "failappend": int(q.get("failappend", "0"))})
             up = {"id": uid, "key": key, "path": path, "offset": 0, "received": 0, "complete": False,
                   "deleted": False, "generation": 0,
                   "gone": None, "sha256": None, "length": None, "limit": int(q["limit"]) if "limit" in q else None,
@@ -358,6 +361,14 @@ class Handler(BaseHTTPRequestHandler):
         if conflict or offset != up["offset"] or up["complete"]:
             self.drain(length)
             self.reply(409, {"Upload-Offset": str(up["offset"])})
+            return
+        with LOCK:
+            refuse = self.headers.get("Upload-Complete") == "?1" and up["knobs"]["failappend"] > 0
+            if refuse:
+                up["knobs"]["failappend"] -= 1
+        if refuse:
+            self.drain(length)
+            self.reply(503, {"Content-Type": "text/plain"}, b"try again")
             return
         if not self.receive_within_limit(up, length):
             return

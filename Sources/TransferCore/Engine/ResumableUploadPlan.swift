@@ -115,11 +115,17 @@ struct ResumableUploadPlan: Equatable {
     /// The request in flight.
     private(set) var current: Request?
     private var conflicts = 0
+    /// Whether the server refused the request that completed the upload after reading all of it
+    /// (a 5xx from its processing, say): a `HEAD` that then says "complete" is not taken as the
+    /// upload's end, and the upload is sent again from a new first request. A `HEAD` that gives an
+    /// offset short of the end (the server kept none of it) resumes from there, as after any 5xx.
+    private(set) var completionRefused: Bool
 
     /// Creates the plan of one attempt from the job's stored facts.
     init(
         mode: ResumableMode, url: String, method: String, length: Int64, contentType: String, filename: String,
-        sha256Hex: String?, uploadURL: String?, agreed: ResumableProtocol?, offset: Int64, appendLimit: Int64?
+        sha256Hex: String?, uploadURL: String?, agreed: ResumableProtocol?, offset: Int64, appendLimit: Int64?,
+        completionRefused: Bool = false
     ) {
         self.mode = mode
         self.url = url
@@ -132,6 +138,7 @@ struct ResumableUploadPlan: Equatable {
         self.agreed = self.uploadURL == nil ? nil : agreed
         self.offset = self.uploadURL == nil ? 0 : max(0, min(offset, length))
         self.appendLimit = appendLimit
+        self.completionRefused = self.uploadURL != nil && completionRefused
     }
 
     /// Whether a request of this plan is a resumable one (an attempt that may leave state behind).
@@ -252,8 +259,14 @@ struct ResumableUploadPlan: Equatable {
             offset = n
             learnLimit(response.headers)
             if n == length, agreed == .tus || response.headers["upload-complete"] == "?1" {
-                return .completed
+                guard completionRefused else { return .completed }
+                // Every byte is there, but the request that completed the upload was refused:
+                // not an end to take as a success, with a `HEAD`'s answer as the job's response.
+                // The upload is sent again, from a new first request (README).
+                forgetUpload()
+                return .send(first())
             }
+            completionRefused = false
             return next()
 
         case .append:
@@ -307,11 +320,11 @@ struct ResumableUploadPlan: Equatable {
             let error = RetryPolicy.error(forHTTPStatus: s)
             if request.completes, response.bodySentWhole, uploadURL != nil {
                 // The server refused the request that completed the upload after reading all of it
-                // (a `500` from its processing, say): it may hold every byte, and then a resumed
-                // attempt's `HEAD` would say "complete" and the job would end well on an error,
-                // with a `HEAD`'s answer as its response. A retry sends the upload again, as a
-                // plain upload's does; the upload URL is forgotten (README).
-                forgetUpload()
+                // (a 5xx): the next attempt asks its offset as after any 5xx, and resumes if it
+                // kept less; if it holds every byte, its "complete" is not taken as the upload's
+                // end (``completionRefused``). The next attempt learns it from this request's
+                // history entry (``UploadTask``), which a restart keeps.
+                completionRefused = true
             }
             return .failed(error)
         }
@@ -389,6 +402,7 @@ struct ResumableUploadPlan: Equatable {
         uploadURL = nil
         agreed = nil
         offset = 0
+        completionRefused = false
     }
 
     private mutating func learnLimit(_ headers: [String: String]) {

@@ -219,7 +219,8 @@ final class UploadTask: TransferTask {
             mode: req.resumableMode, url: record.url, method: record.method, length: length, contentType: contentType,
             filename: req.source.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "upload",
             sha256Hex: req.sha256, uploadURL: record.uploadUrl, agreed: record.resumable, offset: record.durableBytes,
-            appendLimit: record.appendLimit)
+            appendLimit: record.appendLimit,
+            completionRefused: Self.completionWasRefused(record.history, length: length))
         plan = resumable
         bytes = resumable.offset
         total = length
@@ -228,6 +229,18 @@ final class UploadTask: TransferTask {
             p.total = .some(length)
             write(p)
         }
+    }
+
+    /// Whether the last request before this attempt completed the upload and was refused after
+    /// every byte was sent (``ResumableUploadPlan/completionRefused``): its history entry, which a
+    /// restart keeps, has a refusal status (not one the plan handles itself: 404, 409, 410, 413)
+    /// and all `length` bytes. (An offset query refused when the server already held every byte
+    /// reads the same: the upload is then sent again, never ended on a refusal.)
+    static func completionWasRefused(_ history: [AttemptRecord], length: Int64) -> Bool {
+        guard let last = history.last, let s = last.httpStatus, !(200..<300).contains(s),
+            ![404, 409, 410, 413].contains(s)
+        else { return false }
+        return last.bytes >= length
     }
 
     /// Opens `--response FILE`'s part, empty, creating its directory with `--create-dirs`; refuses
