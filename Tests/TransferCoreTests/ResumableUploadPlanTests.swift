@@ -346,20 +346,32 @@ final class ResumableUploadPlanTests: XCTestCase {
         XCTAssertFalse(q.completionRefused)
     }
 
-    /// The next attempt learns of a refused completion from the last history entry, which a
-    /// restart keeps: a refusal status with every byte sent.
-    func testThatARefusedCompletionIsReadFromTheLastHistoryEntry() {
-        func entry(_ status: Int?, _ bytes: Int64) -> AttemptRecord {
-            var a = AttemptRecord(attempt: 1, startedAt: "2026-11-27T00:00:00Z", bytes: bytes)
-            a.httpStatus = status
-            return a
+    /// The next attempt learns of a refused completion from the history, which a restart keeps,
+    /// read back past refused offset queries and requests a stop or crash cut short (found by an
+    /// outside audit: a `HEAD` refused after the refusal hid it, and the next `HEAD`'s "complete"
+    /// ended the job on that `HEAD`'s answer).
+    func testThatARefusedCompletionIsReadFromTheHistory() throws {
+        func entry(_ status: Int?, _ error: TransferError? = nil) -> AttemptRecord {
+            AttemptRecord(attempt: 1, startedAt: "2026-11-27T00:00:00Z", httpStatus: status, bytes: 0, error: error)
         }
-        XCTAssertTrue(UploadTask.completionWasRefused([entry(204, 400), entry(503, 1000)], length: 1000))
-        XCTAssertFalse(UploadTask.completionWasRefused([entry(503, 999)], length: 1000), "not every byte")
-        XCTAssertFalse(UploadTask.completionWasRefused([entry(nil, 1000)], length: 1000), "a cut, no answer")
-        XCTAssertFalse(UploadTask.completionWasRefused([entry(201, 1000)], length: 1000))
-        XCTAssertFalse(UploadTask.completionWasRefused([entry(409, 1000)], length: 1000))
-        XCTAssertFalse(UploadTask.completionWasRefused([], length: 1000))
+        var p = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 400)
+        _ = p.first()
+        _ = try XCTUnwrap(sent(p.received(response(204, ["upload-offset": "400"]))))
+        guard case .failed(let refused) = p.received(response(500)) else { return XCTFail("a 500 completed") }
+        var q = plan(uploadURL: "http://h.example/res/1", agreed: .ietf, offset: 400)
+        _ = q.first()
+        guard case .failed(let headRefused) = q.received(response(503)) else { return XCTFail("a HEAD 503 went on") }
+        let cut = TransferError(.network, "curl: (56) Recv failure", retryable: true)
+
+        XCTAssertTrue(UploadTask.completionWasRefused([entry(204), entry(500, refused)]))
+        XCTAssertTrue(
+            UploadTask.completionWasRefused([entry(500, refused), entry(503, headRefused), entry(503, headRefused)]))
+        XCTAssertTrue(UploadTask.completionWasRefused([entry(500, refused), entry(nil)]), "a HEAD a crash cut short")
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(500, refused), entry(204)]), "a HEAD answered since")
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(500, refused), entry(nil, cut)]), "a request cut since")
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(503, headRefused)]))
+        XCTAssertFalse(UploadTask.completionWasRefused([entry(nil, cut)]))
+        XCTAssertFalse(UploadTask.completionWasRefused([]))
     }
 
     func testThatTusResumesWithHeadAndCompletesWhenTheOffsetIsTheLength() throws {

@@ -698,6 +698,22 @@ def test_a_500_to_the_completing_request_sends_the_upload_again_rather_than_endi
     assert len(uploads) == 2 and job["uploadUrl"].endswith("/" + uploads[1]["id"])
 
 
+def test_a_refused_offset_query_after_a_refused_completion_does_not_end_the_upload_on_a_head(daemon, ietf):
+    # Found by an outside audit: the HEAD after the refusal got a 503, and the next attempt, which
+    # looked only at the last request, took the next HEAD's "complete" as the end.
+    src = daemon.work / "fail5.bin"
+    digest = write_random_file(src, 200_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, failcomplete="1", fail5xx="1"), "--retries", "3")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    assert [q["method"] for q in ietf.stats(key)["requests"]] == ["PUT", "HEAD", "HEAD", "PUT"]
+    assert job["response"]["status"] == 201 and job["httpStatus"] == 201, job
+    uploads = ietf.stats(key)["uploads"]
+    assert len(uploads) == 2 and uploads[1]["sha256"] == digest, uploads
+    assert "(to the offset query)" in job["history"][1]["error"]["message"], job["history"][1]
+    assert "(to the request that completed the upload)" in job["history"][0]["error"]["message"]
+
+
 def test_a_500_to_the_completing_request_with_no_retry_left_fails_and_its_retry_sends_the_upload_again(
         daemon_factory, ietf):
     # The refusal is known from the attempt's history entry, which a restart keeps.
@@ -729,3 +745,4 @@ def test_a_5xx_to_the_completing_append_the_server_kept_nothing_of_resumes_from_
     uploads = ietf.stats(key)["uploads"]
     assert len(uploads) == 1 and uploads[0]["sha256"] == digest, uploads
     assert job["response"]["status"] in (200, 201), job["response"]
+

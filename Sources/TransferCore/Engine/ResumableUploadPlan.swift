@@ -115,6 +115,12 @@ struct ResumableUploadPlan: Equatable {
     /// The request in flight.
     private(set) var current: Request?
     private var conflicts = 0
+    /// Ends the message of a refusal of the request that completed the upload, read whole: the
+    /// next attempt finds it in the history (``UploadTask/completionWasRefused(_:)``).
+    static let completionRefusedNote = " (to the request that completed the upload)"
+    /// Ends the message of a refused offset query (`HEAD`), which says nothing of the upload.
+    static let offsetQueryRefusedNote = " (to the offset query)"
+
     /// Whether the server refused the request that completed the upload after reading all of it
     /// (a 5xx from its processing, say): a `HEAD` that then says "complete" is not taken as the
     /// upload's end, and the upload is sent again from a new first request. A `HEAD` that gives an
@@ -249,7 +255,11 @@ struct ResumableUploadPlan: Equatable {
 
         case .offset:
             if s == 404 || s == 410 { return startOver(s) }
-            guard (200..<300).contains(s) else { return .failed(RetryPolicy.error(forHTTPStatus: s)) }
+            guard (200..<300).contains(s) else {
+                var error = RetryPolicy.error(forHTTPStatus: s)
+                error.message += Self.offsetQueryRefusedNote
+                return .failed(error)
+            }
             guard let text = response.headers["upload-offset"],
                 let n = Int64(text.trimmingCharacters(in: .whitespaces)),
                 n >= 0, n <= length
@@ -317,7 +327,7 @@ struct ResumableUploadPlan: Equatable {
             appendLimit = limit
             return .send(remember(offsetRequest()))
         default:
-            let error = RetryPolicy.error(forHTTPStatus: s)
+            var error = RetryPolicy.error(forHTTPStatus: s)
             if request.completes, response.bodySentWhole, uploadURL != nil {
                 // The server refused the request that completed the upload after reading all of it
                 // (a 5xx): the next attempt asks its offset as after any 5xx, and resumes if it
@@ -325,6 +335,7 @@ struct ResumableUploadPlan: Equatable {
                 // end (``completionRefused``). The next attempt learns it from this request's
                 // history entry (``UploadTask``), which a restart keeps.
                 completionRefused = true
+                error.message += Self.completionRefusedNote
             }
             return .failed(error)
         }

@@ -220,7 +220,7 @@ final class UploadTask: TransferTask {
             filename: req.source.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "upload",
             sha256Hex: req.sha256, uploadURL: record.uploadUrl, agreed: record.resumable, offset: record.durableBytes,
             appendLimit: record.appendLimit,
-            completionRefused: Self.completionWasRefused(record.history, length: length))
+            completionRefused: Self.completionWasRefused(record.history))
         plan = resumable
         bytes = resumable.offset
         total = length
@@ -231,16 +231,21 @@ final class UploadTask: TransferTask {
         }
     }
 
-    /// Whether the last request before this attempt completed the upload and was refused after
-    /// every byte was sent (``ResumableUploadPlan/completionRefused``): its history entry, which a
-    /// restart keeps, has a refusal status (not one the plan handles itself: 404, 409, 410, 413)
-    /// and all `length` bytes. (An offset query refused when the server already held every byte
-    /// reads the same: the upload is then sent again, never ended on a refusal.)
-    static func completionWasRefused(_ history: [AttemptRecord], length: Int64) -> Bool {
-        guard let last = history.last, let s = last.httpStatus, !(200..<300).contains(s),
-            ![404, 409, 410, 413].contains(s)
-        else { return false }
-        return last.bytes >= length
+    /// Whether the server refused the request that completed the upload, read whole, and nothing
+    /// since has said more (``ResumableUploadPlan/completionRefused``): the history, which a
+    /// restart keeps, read from its end past the requests that tell nothing of the upload — offset
+    /// queries refused, requests a stop or a crash cut short (no status, no error) — to one that
+    /// does: that refusal (its error says so), or anything else.
+    static func completionWasRefused(_ history: [AttemptRecord]) -> Bool {
+        for entry in history.reversed() {
+            guard let error = entry.error else {
+                if entry.httpStatus == nil { continue }  // cut short by a stop or a crash
+                return false
+            }
+            if error.message.hasSuffix(ResumableUploadPlan.offsetQueryRefusedNote) { continue }
+            return error.message.hasSuffix(ResumableUploadPlan.completionRefusedNote)
+        }
+        return false
     }
 
     /// Opens `--response FILE`'s part, empty, creating its directory with `--create-dirs`; refuses
