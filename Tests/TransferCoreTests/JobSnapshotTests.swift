@@ -18,12 +18,15 @@ final class JobSnapshotTests: XCTestCase {
         closed.httpStatus = 503
         let open = AttemptRecord(attempt: 2, startedAt: "c")
         let live = LiveProgress(bytes: 42, total: nil, rate: 1, httpStatus: 206)
-        let shown = Engine.withOpenEntry([closed, open], at: 1, live)
+        let shown = Engine.withOpenEntry([closed, open], at: 1, live, status: 206)
         XCTAssertEqual(shown[0], closed)
         XCTAssertEqual(shown[1].httpStatus, 206)
         XCTAssertEqual(shown[1].bytes, 42)
-        XCTAssertEqual(Engine.withOpenEntry([closed], at: 0, live), [closed], "an ended entry keeps its figures")
-        XCTAssertEqual(Engine.withOpenEntry([closed], at: 1, live), [closed], "no entry at that index yet")
+        XCTAssertEqual(
+            Engine.withOpenEntry([closed], at: 0, live, status: 206), [closed], "an ended entry keeps its figures")
+        XCTAssertEqual(Engine.withOpenEntry([closed], at: 1, live, status: 206), [closed], "no entry at that index yet")
+        // A request in flight with no answer yet shows none, whatever the attempt's last status.
+        XCTAssertNil(Engine.withOpenEntry([closed, open], at: 1, live, status: nil)[1].httpStatus)
     }
 
     func testThatEveryFieldOfTheJobObjectIsPresentEvenWhenNull() throws {

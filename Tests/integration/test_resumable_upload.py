@@ -746,3 +746,23 @@ def test_a_5xx_to_the_completing_append_the_server_kept_nothing_of_resumes_from_
     assert len(uploads) == 1 and uploads[0]["sha256"] == digest, uploads
     assert job["response"]["status"] in (200, 201), job["response"]
 
+
+def test_a_running_uploads_status_is_its_attempts_offset_answer_while_the_append_runs(daemon, ietf):
+    # Found by an outside audit: README says a running job's httpStatus is its attempt's last
+    # response status once it has one; while the append after a HEAD ran, it showed the last
+    # ended attempt's (null after a cut).
+    src = daemon.work / "st.bin"
+    write_random_file(src, 800_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="200000", rate="150000"))
+
+    def appending():
+        j = daemon.job(id)
+        return j if j["state"] == "running" and j["attempts"] == 2 and len(j["history"]) >= 3 else None
+
+    job = wait_until(appending, 30, "the second attempt's append")
+    head = job["history"][-2]
+    assert head["attempt"] == 2 and head["httpStatus"] in (200, 204), job["history"]
+    assert job["httpStatus"] == head["httpStatus"], (job["httpStatus"], job["history"])
+    assert job["history"][-1]["httpStatus"] is None, "the append in flight has no answer yet"
+    daemon.wait_state(id, "completed", timeout=60)

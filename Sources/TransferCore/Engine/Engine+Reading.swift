@@ -27,7 +27,7 @@ extension Engine {
     func live(_ t: TransferTask) -> LiveProgress {
         LiveProgress(
             bytes: t.bytes, total: t.total ?? t.record.total, rate: shownRate(t), connections: t.openConnections,
-            httpStatus: t.lastStatus)
+            httpStatus: t.attemptStatus)
     }
 
     /// A transfer's `rate`: the smoothed rate, never above the limits it runs under (its own
@@ -50,14 +50,16 @@ extension Engine {
         return [t.rate.value, own, all].compactMap { $0 }.min() ?? t.rate.value
     }
 
-    /// `history` with its running attempt's entry (at `seq`, still open) showing that attempt's
-    /// status and bytes so far, as the job object's own `httpStatus` and `bytes` do: the stored
-    /// entry has them only from its last checkpoint.
-    static func withOpenEntry(_ history: [AttemptRecord], at seq: Int, _ progress: LiveProgress) -> [AttemptRecord] {
+    /// `history` with its running attempt's entry (at `seq`, still open) showing its request's
+    /// `status` and the bytes so far, as the job object's own `bytes` does: the stored entry has
+    /// them only from its last checkpoint.
+    static func withOpenEntry(
+        _ history: [AttemptRecord], at seq: Int, _ progress: LiveProgress, status: Int?
+    ) -> [AttemptRecord] {
         guard seq < history.count, history[seq].endedAt == nil else { return history }
         var history = history
         history[seq].bytes = progress.bytes
-        if let status = progress.httpStatus { history[seq].httpStatus = status }
+        if let status { history[seq].httpStatus = status }
         return history
     }
 
@@ -78,7 +80,7 @@ extension Engine {
             listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
             guard r.state == .running else { return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id]) }
             let progress = live(t)
-            listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
+            listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress, status: t.lastStatus)
             return JobSnapshot(listing, live: progress, lastBytes: lastBytes[id])
         }
         return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
@@ -104,7 +106,7 @@ extension Engine {
                 listing.history = l.history
                 guard t.record.state == .running else { return JobSnapshot(listing, live: nil) }
                 let progress = live(t)
-                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress)
+                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress, status: t.lastStatus)
                 return JobSnapshot(listing, live: progress)
             }
             var l = l

@@ -329,6 +329,7 @@ class TransferTask {
     /// Closes the history entry of the request that just ended and opens the next one (SPEC:
     /// each request of a resumable upload is one entry in `history`).
     func beginNextHistoryEntry() {
+        if let s = lastStatus { earlierStatus = s }
         closeHistory(error: nil)
         engine.recordHistory(self)
         record.history.append(historyEntry)
@@ -377,6 +378,11 @@ class TransferTask {
 
     /// The HTTP status of the last final response, if any (an interim 1xx is not one).
     var lastStatus: Int? { status.flatMap { $0 >= 200 ? $0 : nil } }
+    /// The status of an earlier request's answer in this attempt (a resumable upload's offset
+    /// query, before its append): the attempt's last response until the request in flight has one.
+    private(set) var earlierStatus: Int?
+    /// The attempt's last response status (the job object's `httpStatus` while it runs).
+    var attemptStatus: Int? { lastStatus ?? earlierStatus }
     /// The status of the response being read, interim (1xx) ones included.
     var currentStatus: Int? { status }
 
