@@ -189,3 +189,50 @@ def test_retry_of_a_cancelled_job_whose_file_a_new_job_took_is_refused(daemon, f
     assert sha256_file(dest) == job["sha256"] == faultserver.sha256(3_000_000, "other")
     # Once the new job has ended, the path is free again for a retry (which then finds the file).
     daemon.cli("retry", old, check=0)
+
+
+# MARK: - One path, one job, inside one command (found by an outside audit)
+
+
+def test_retry_of_two_jobs_of_one_path_in_one_command_takes_only_the_first(daemon, faultserver, key):
+    # Both were accepted: two jobs wrote one part, and one completed with bytes of both.
+    dest = daemon.work / "same.bin"
+    a = daemon.download(faultserver.url(size=2_000_000, seed="a", key=key, slow=200_000), "-o", dest)
+    daemon.wait_state(a, "running")
+    daemon.cli("cancel", a, check=0)
+    b = daemon.download(faultserver.url(size=2_000_000, seed="b", key=key + "b", slow=200_000), "-o", dest)
+    daemon.wait_state(b, "running")
+    daemon.cli("cancel", b, check=0)
+    r = daemon.cli("retry", a, b)
+    assert r.rc == 2 and f"job {a} now writes to {dest}" in r.err, r
+    assert daemon.job(b)["state"] == "cancelled"
+    daemon.wait_state(a, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(2_000_000, "a")
+
+
+def test_removing_a_job_that_gave_its_path_up_leaves_the_new_holders_part(daemon, faultserver, key):
+    # The removal deleted the running job's part, which then failed ("cannot read back … to hash").
+    dest = daemon.work / "g.bin"
+    gone = daemon.download(faultserver.url("/missing", key=key, status=404), "-o", dest, "--retries", "0")
+    daemon.wait_state(gone, "failed")
+    holder = daemon.download(faultserver.url(size=1_500_000, key=key + "h", slow=300_000), "-o", dest,
+                             "--retries", "0")
+    daemon.wait_bytes(holder, 300_000)
+    part = daemon.work / "g.bin.aftpart"
+    assert part.exists()
+    daemon.cli("remove", gone, check=0)
+    assert part.exists(), "the new holder's part was deleted"
+    daemon.wait_state(holder, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(1_500_000)
+
+
+def test_delete_files_of_an_old_job_keeps_the_file_a_newer_job_put_there(daemon, faultserver, key):
+    dest = daemon.work / "k.bin"
+    old = daemon.download(faultserver.url(size=1000, seed="o", key=key), "-o", dest)
+    daemon.wait_state(old, "completed")
+    new = daemon.download(faultserver.url(size=5000, seed="n", key=key + "n"), "-o", dest, "--replace")
+    daemon.wait_state(new, "completed")
+    daemon.cli("remove", old, "--delete-files", check=0)
+    assert dest.exists() and sha256_file(dest) == faultserver.sha256(5000, "n")
+    daemon.cli("remove", new, "--delete-files", check=0)
+    assert not dest.exists(), "its own file is deleted"

@@ -87,14 +87,18 @@ extension Engine {
         // An id given twice is one request: acted on once, never refused for the repeat
         // (`resume 5 5` resumes job 5 and exits 0, as `kill 5 5` signals it once).
         var given = Set<Int64>()
+        // The paths jobs retried by this command take: a second job of the command retried to one
+        // of them is refused, as it is by a later command (``decide(_:_:_:claimed:)``).
+        var claimed: [String: Int64] = [:]
         if action == .remove { vanishing.reserveCapacity(ids.count) }
         for id in ids where given.insert(id).inserted {
             guard let facts = scheduler.facts[id] ?? record(id).map(JobFacts.init) else {
                 decisions.append((id, .refuse(ControlRefusal(id: id, state: nil, message: "job \(id) does not exist"))))
                 continue
             }
-            switch decide(id, event, facts) {
+            switch decide(id, event, facts, claimed: claimed) {
             case .success(let t):
+                if event == .retry, let path = facts.heldPath { claimed[path] = id }
                 let owed = owedHooks(for: id, t)
                 decisions.append((id, .act(t, facts, owed)))
                 probe.patch(id, t.patch)

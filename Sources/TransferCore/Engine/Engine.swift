@@ -550,11 +550,16 @@ public final class Engine: AttemptHost {
     }
 
     /// What ``JobMachine`` makes of `event` for a job with `facts`, now. No change is made.
-    func decide(_ id: Int64, _ event: JobEvent, _ facts: JobFacts) -> Result<JobTransition, JobRefusal> {
+    /// `claimed`: paths that jobs retried earlier in the same command take (they hold them once
+    /// their transitions are performed, after every decision of the command).
+    func decide(
+        _ id: Int64, _ event: JobEvent, _ facts: JobFacts, claimed: [String: Int64] = [:]
+    ) -> Result<JobTransition, JobRefusal> {
         let ctx = MachineContext(
             now: clock.wall(), isReachable: isReachable, jitter: retryJitter(),
             attemptFinishing: tasks[id]?.holdsCommands == true, daemonHook: config.onEnd != nil,
-            pathHolder: event == .retry ? facts.heldPath.flatMap { scheduler.holder(of: $0, except: id) } : nil)
+            pathHolder: event == .retry
+                ? facts.heldPath.flatMap { scheduler.holder(of: $0, except: id) ?? claimed[$0] } : nil)
         return JobMachine.transition(event, facts, ctx)
     }
 
@@ -861,9 +866,12 @@ public final class Engine: AttemptHost {
     /// A part file is gone (``AttemptHost``): its ``DoomedPart`` record goes with this pass.
     func partDeleted(_ path: String) { batch.partDeleted(path) }
 
-    /// The part file a job may have on disk: a download's part, an upload's response part.
+    /// The part file a job may have on disk: a download's part, an upload's response part; nil
+    /// when another job holds its path now (a cancelled job, or a failed one with nothing to
+    /// resume, gave it up): the part there is that job's.
     func part(of r: JobRecord) -> DoomedPart? {
-        r.heldPath.map { DoomedPart(path: Destination.partPath($0), destination: $0) }
+        guard let path = r.heldPath, scheduler.holder(of: path, except: r.id) == nil else { return nil }
+        return DoomedPart(path: Destination.partPath(path), destination: path)
     }
 
     /// Deletes the parts a cancel or a remove recorded and a crash left (``DoomedPart``), but for
@@ -895,8 +903,21 @@ public final class Engine: AttemptHost {
         }
     }
 
+    /// Deletes a completed download's file (`remove --delete-files`): the download's own file
+    /// only. One another job holds now, or that is not the download's any more (another size, or
+    /// written after the download completed: a newer job's `--replace`, an edit), is kept.
     private func deleteFile(_ id: Int64) {
         guard let r = record(id), r.kind == .download, r.state == .completed, let dest = r.destination else { return }
+        var st = stat()
+        guard lstat(dest, &st) == 0 else { return }
+        let modified = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+        let own =
+            scheduler.holder(of: dest, except: id) == nil && (st.st_mode & S_IFMT) == S_IFREG
+            && Int64(st.st_size) == r.durableBytes && r.completedAt.map { modified <= $0 } ?? true
+        guard own else {
+            Log.info("kept \(dest): it is not this download's file any more", job: id)
+            return
+        }
         unlink(dest)
     }
 
