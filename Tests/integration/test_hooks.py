@@ -24,13 +24,20 @@ def hook_done(daemon, id, timeout=15):
     return box["job"]
 
 
+def daemon_with_on_end(daemon_factory, command) -> tuple:
+    """A daemon started with `--on-end COMMAND(root)`, `command` given the daemon's root dir:
+    (daemon, root)."""
+    d = daemon_factory(start=False)
+    d.args = ["--on-end", command(d.root)]
+    d.start()
+    return d, d.root
+
+
 def daemon_with_a_hook_log(daemon_factory, name: str = "hooks.log"):
     """A daemon whose `--on-end` hook appends "daemon ID STATE" to ROOT/NAME: (daemon, that path)."""
-    d = daemon_factory(start=False)
-    log = d.root / name
-    d.args = ["--on-end", f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {log}']
-    d.start()
-    return d, log
+    d, root = daemon_with_on_end(
+        daemon_factory, lambda root: f'echo "daemon $AFTRANSFER_JOB_ID $AFTRANSFER_STATE" >> {root / name}')
+    return d, root / name
 
 
 def test_that_an_on_end_hook_gets_the_job_object_on_stdin_and_the_environment(daemon, faultserver, key):
@@ -138,10 +145,11 @@ def test_that_an_empty_on_end_is_refused(daemon, faultserver, key):
 
 def test_that_many_endings_at_once_run_every_hook_once_and_never_more_than_four_at_a_time(
         daemon_factory, faultserver, key):
-    d = daemon_factory(start=False)
-    log = d.root / "overlap.log"
-    d.args = ["--on-end", f'echo "+ $AFTRANSFER_JOB_ID" >> {log}; sleep 0.4; echo "- $AFTRANSFER_JOB_ID" >> {log}']
-    d.start()
+    d, root = daemon_with_on_end(
+        daemon_factory,
+        lambda root: f'echo "+ $AFTRANSFER_JOB_ID" >> {root / "overlap.log"}; sleep 0.4; '
+                     f'echo "- $AFTRANSFER_JOB_ID" >> {root / "overlap.log"}')
+    log = root / "overlap.log"
     ids = [d.download(faultserver.url(key=key, size=10), "-o", str(d.work / f"m{i}")) for i in range(10)]
     wait_until(lambda: log.exists() and log.read_text().count("-") == 10, 30, "ten hooks to finish")
     running, most = 0, 0
@@ -479,10 +487,8 @@ def test_that_a_daemon_hook_a_crash_cut_short_and_a_restart_without_on_end_drops
         daemon_factory, faultserver, key):
     # The daemon's hook was running when the daemon was killed; it restarts without `--on-end`:
     # the hook is not run (nothing to run), and the log says so instead of dropping it unseen.
-    d = daemon_factory(start=False)
-    started = d.root / "started"
-    d.args = ["--on-end", f"echo x >> {started}; sleep 8"]
-    d.start()
+    d, root = daemon_with_on_end(daemon_factory, lambda root: f"echo x >> {root / 'started'}; sleep 8")
+    started = root / "started"
     id = d.download(faultserver.url(key=key, size=2000), "-o", str(d.work / "h"))
     d.wait_state(id, "completed", interval=0.02)
     wait_until(lambda: started.exists(), 10, "the daemon's hook to start")
