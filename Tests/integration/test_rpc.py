@@ -471,3 +471,24 @@ def test_a_paused_downloads_last_checkpoint_keeps_the_updated_at_its_answer_told
     daemon.restart()
     again = daemon.job(job["id"])
     assert again["updatedAt"] == answer["updatedAt"] and again["bytes"] == answer["bytes"], again
+
+
+def test_a_subscription_read_with_a_command_is_answered_before_that_commands_events(daemon, faultserver, key):
+    # Found by an outside audit: `events.subscribe` and `transfer.pause` in one write; the pause's
+    # transfer.state came before the subscription's answer (rpc.md: answered in order, and from
+    # then on the connection receives notifications).
+    job = add(daemon, url=faultserver.url(size=5_000_000, key=key, slow=100_000),
+              destination=str(daemon.work / "s.bin"))
+    daemon.wait_state(job["id"], "running")
+    with daemon.connect(timeout=10) as c:
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": "sub", "method": "events.subscribe"}).encode() + b"\n"
+                   + json.dumps({"jsonrpc": "2.0", "id": "p", "method": "transfer.pause",
+                                 "params": {"ids": [job["id"]]}}).encode() + b"\n")
+        seen = []
+        while not any(m.get("id") == "p" for m in seen):
+            msg = c.recv(timeout=10)
+            assert msg is not None, seen
+            if msg.get("method") != "transfer.progress":
+                seen.append(msg)
+    said = [m.get("id") or (m["method"], m["params"]["state"]) for m in seen]
+    assert said == ["sub", ("transfer.state", "paused"), "p"], said

@@ -141,6 +141,12 @@ public final class RPCServer {
                 self.releaseCheck.arm()
             }
         }
+        if method == RPCMethod.eventsSubscribe.rawValue, let id, !pending.contains(where: { $0.connection === conn }) {
+            // Answered at once (it changes no job): the events of requests read with it, sent
+            // when they are committed, come after the answer that says they will come.
+            send(answer.outcome, id: id, to: conn)
+            return
+        }
         // A notification (no id) gets no answer, but its changes are committed all the same.
         pending.append(
             PendingResponse(connection: conn, id: id, outcome: answer.outcome, changesJobs: answer.changesJobs))
