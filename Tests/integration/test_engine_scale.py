@@ -256,6 +256,25 @@ def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver,
     assert daemon.jobs() == []
 
 
+@pytest.mark.parametrize("bad", [{"zzz": 1}, {"final": "no"}, {"requests": 5}, {"requests": None}],
+                         ids=["unknown-member", "final-not-a-bool", "requests-not-a-list", "no-requests"])
+def test_a_part_refused_before_its_requests_are_read_drops_its_batch(daemon, faultserver, key, bad):
+    # Found by an outside audit: a middle part refused for its params (not for one of its
+    # requests) left the batch open, and the final part queued the list without that part's jobs.
+    def part(lo, hi, final):
+        return batch_part(daemon, faultserver, key, "P", lo, hi, final)
+
+    with daemon.connect() as c:
+        assert c.call("transfer.addMany", part(0, 2, False))["result"] == {"batch": "P", "received": 2}
+        middle = {**part(2, 4, False), **bad}
+        if bad.get("requests", 0) is None:
+            del middle["requests"]
+        assert c.call("transfer.addMany", middle)["error"]["code"] == -32602
+        resp = c.call("transfer.addMany", part(4, 5, True))
+        assert resp["error"]["code"] == -32602 and "was dropped" in resp["error"]["message"], resp
+    assert daemon.jobs() == []
+
+
 def test_another_methods_refused_request_between_a_batchs_parts_does_not_drop_it(daemon, faultserver, key):
     def part(lo, hi, final):
         return batch_part(daemon, faultserver, key, "K", lo, hi, final)

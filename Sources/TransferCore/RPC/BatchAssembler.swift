@@ -214,6 +214,15 @@ public final class BatchAssembler {
         return open
     }
 
+    /// Drops a batch one of whose parts was refused before its requests were read (its params
+    /// did not decode: an unknown member, `final` or `requests` of the wrong type): the part may
+    /// have held requests of the list, which must not be queued without them. Its later parts are
+    /// refused, as after any refused part.
+    public func refusePart(owner: Int, batch: String) {
+        let key = Key(owner: owner, batch: batch)
+        if pending[key] != nil { dropPending(key) } else { dropped.insert(key) }
+    }
+
     /// Drops every batch of a closed connection.
     public func drop(owner: Int) {
         for key in pending.keys where key.owner == owner { discard(key) }

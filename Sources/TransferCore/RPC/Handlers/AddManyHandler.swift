@@ -9,14 +9,27 @@ struct AddManyHandler: RPCHandler {
     var changesJobs: Bool { true }
 
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params = try request.decode(Shape.self, members: ["batch", "requests", "final"])
-        // Each request decoded on its own: one that does not decode is refused by its index, as
-        // one that does not validate is.
+        let params: Shape
         let raw: [JSONValue]
-        switch request.params?["requests"] {
-        case .array(let values)?: raw = values
-        case nil: throw RPCError.invalidParams("missing requests")
-        default: throw RPCError.invalidParams("wrong type for requests")
+        do {
+            params = try request.decode(Shape.self, members: ["batch", "requests", "final"])
+            // Each request decoded on its own: one that does not decode is refused by its index,
+            // as one that does not validate is.
+            switch request.params?["requests"] {
+            case .array(let values)?: raw = values
+            case nil: throw RPCError.invalidParams("missing requests")
+            default: throw RPCError.invalidParams("wrong type for requests")
+            }
+            if params.batch != nil && params.final == nil {
+                throw RPCError.invalidParams("missing final (a batch part needs it)")
+            }
+        } catch {
+            // A part refused before its requests were read drops its batch, as any refused part
+            // does (docs/rpc.md): the list must not be queued without it.
+            if case .string(let batch)? = request.params?["batch"] {
+                request.context.batches.refusePart(owner: request.connection.number, batch: batch)
+            }
+            throw error
         }
         let decoded: [Result<TransferRequest, TransferError>] = raw.map { value in
             guard case .object = value else {
@@ -50,9 +63,7 @@ struct AddManyHandler: RPCHandler {
                     ?? refusal
             }
         }
-        guard let final = params.final else {
-            throw RPCError.invalidParams("missing final (a batch part needs it)")
-        }
+        guard let final = params.final else { throw RPCError.invalidParams("missing final") }  // checked above
         let outcome = try request.context.batches.receive(
             owner: request.connection.number, batch: batch, decoded: decoded, final: final,
             prepare: service.prepare, stage: { try service.stage($0, batch: $1.storeKey) })
