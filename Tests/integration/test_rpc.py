@@ -406,6 +406,29 @@ def test_a_stopping_daemon_lets_a_slow_reader_take_its_answers_whole(daemon, fau
     assert ids == list(range(len(ids))) and len(ids) >= 2, ids
 
 
+def test_a_stopping_daemon_lets_a_client_that_keeps_reading_finish_a_long_list(daemon, faultserver, key):
+    """Found by an outside audit: a streamed `transfer.list` of ~1 MB to a client reading 64 KiB
+    every 0.1 s was cut mid-line a second after `daemon.shutdown`. A client that keeps reading
+    gets up to 3 s in all."""
+    pad = "p" * 500
+    daemon.rpc_result("transfer.addMany", {"requests": [
+        {"kind": "download", "url": faultserver.url(f"/s/{i}.bin", size=10, key=key, slow=1, pad=pad),
+         "destination": str(daemon.work / f"s{i}")} for i in range(1000)]}, timeout=60)
+    with socket.socket(socket.AF_UNIX) as s, daemon.connect(timeout=10) as other:
+        s.settimeout(15)
+        s.connect(str(daemon.socket))
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"transfer.list"}\n')
+        out = bytearray(s.recv(65536))
+        assert other.call("daemon.shutdown")["result"] == {}
+        while chunk := s.recv(65536):
+            out += chunk
+            time.sleep(0.1)
+    assert daemon.proc.wait(timeout=10) == 0
+    assert len(out) > 700_000, len(out)
+    assert out.endswith(b"\n"), f"the line was cut after {len(out)} bytes: ...{bytes(out[-80:])!r}"
+    assert len(json.loads(out)["result"]) == 1000
+
+
 def _ms(stamp: str) -> float:
     """Seconds since the epoch of an RFC 3339 UTC stamp with optional milliseconds."""
     import datetime

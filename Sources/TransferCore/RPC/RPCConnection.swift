@@ -114,8 +114,15 @@ public final class RPCConnection {
         close()
     }
 
+    /// When (loop ms) output last reached the kernel: a stopping daemon waits longer for a client
+    /// that keeps reading (``RPCServer/close(flushingFor:then:)``).
+    private(set) var lastOutputTakenAt: UInt64 = 0
+    /// Bytes written but not yet taken by the kernel, with those queued behind them.
+    var unsentBytes: Int { pipe.writeQueueSize + queuedBytes }
+
     /// Some output reached the kernel: requests held back by a backlog go on if it is gone.
     private func outputTaken() {
+        lastOutputTakenAt = server.nowMillis
         if !closed && !pipe.isReading && !backlogged && !inputHeld { handleInput() }
         closeIfDone()
     }
@@ -281,6 +288,7 @@ public final class RPCConnection {
             guard let self, !self.closed else { return }
             // A failed write (the peer went away) ends the connection, not just the stream.
             guard ok else { return self.close() }
+            self.lastOutputTakenAt = self.server.nowMillis
             self.writeNextPiece(stream)
         }
     }

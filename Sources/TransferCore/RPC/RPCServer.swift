@@ -265,18 +265,44 @@ public final class RPCServer {
         }
     }
 
+    /// The loop's clock (ms), for the connections.
+    var nowMillis: UInt64 { loop.nowMillis }
+
     /// How long a stopping daemon waits for its clients to take their last answers (ms).
     public static let flushBudget: UInt64 = 1000
+    /// How long in all it waits for a client that keeps reading (a long list being streamed to
+    /// it), so that its last line is not cut (ms): well inside SPEC's 5 s to exit.
+    public static let flushBudgetWhileReading: UInt64 = 3000
+    /// A client that took output this recently (ms) counts as reading (a Unix socket takes a
+    /// slow reader's bytes in bursts, as room frees in its buffers).
+    static let readingWindow: UInt64 = 1000
 
     /// Stops accepting, lets every connection write what it still owes (answers, a waiting
-    /// command's `-32004`, the last events) for at most `budget` ms, then closes them all and
-    /// calls `done`. A client that does not read loses what is left after the budget.
+    /// command's `-32004`, the last events) for at most `budget` ms — up to
+    /// ``flushBudgetWhileReading`` while a client with output left keeps taking it — then closes
+    /// them all and calls `done`. A client that does not read loses what is left after the budget.
     public func close(flushingFor budget: UInt64 = RPCServer.flushBudget, then done: @escaping () -> Void) {
         stopAccepting()
-        let deadline = loop.nowMillis + budget
+        let start = loop.nowMillis
+        let deadline = start + budget
+        let longest = start + max(budget, Self.flushBudgetWhileReading)
         let poll = LoopTimer(loop: loop)
+        // A client reads when the kernel takes its bytes: a write done, or the one under way
+        // shorter than at the last look (a long piece of a stream is taken a bit at a time).
+        var unsent: [ObjectIdentifier: Int] = [:]
+        var lastRead = start
         func check() {
-            if connections.values.contains(where: \.hasPendingOutput) && loop.nowMillis < deadline { return }
+            let now = loop.nowMillis
+            let owing = connections.values.filter(\.hasPendingOutput)
+            for c in owing {
+                let left = c.unsentBytes
+                if left < unsent[ObjectIdentifier(c)] ?? Int.max || c.lastOutputTakenAt > lastRead {
+                    lastRead = max(lastRead, now)
+                }
+                unsent[ObjectIdentifier(c)] = left
+            }
+            let reading = now - lastRead < Self.readingWindow
+            if !owing.isEmpty && (now < deadline || (reading && now < longest)) { return }
             poll.close()
             close()
             done()
