@@ -237,23 +237,32 @@ def batch_part(daemon, faultserver, key, batch, lo, hi, final):
                           "destination": str(daemon.work / f"{batch}{i}")} for i in range(lo, hi)]}
 
 
+def assert_a_batch_is_dropped_by(daemon, faultserver, key, batch, interrupt):
+    """Sends a first part of `batch`, then `interrupt(connection, part)` (which checks its own
+    refusal), then the final part, which must be refused as dropped: nothing is queued."""
+    def part(lo, hi, final):
+        return batch_part(daemon, faultserver, key, batch, lo, hi, final)
+
+    with daemon.connect() as c:
+        assert c.call("transfer.addMany", part(0, 2, False))["result"] == {"batch": batch, "received": 2}
+        interrupt(c, part)
+        resp = c.call("transfer.addMany", part(4, 5, True))
+        assert resp["error"]["code"] == -32602 and "was dropped" in resp["error"]["message"], resp
+        assert "result" in c.call("transfer.list", {}), "the connection goes on"
+    assert daemon.jobs() == []
+
+
 @pytest.mark.parametrize("lost", [b"{not json", b"x" * (1024 * 1024 + 10), b'{"jsonrpc": "2.0", "id": 9}',
                                   b'{"jsonrpc": "2.0", "id": 9, "method": "transfer.addMany", "params": [1]}'],
                          ids=["not-json", "over-1-mib", "not-a-request", "a-part-without-params"])
 def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver, key, lost):
     # The lost line may have been a part: the batch must not be queued without it. The final
     # part was taken and 2 of 3 parts' jobs queued.
-    def part(lo, hi, final):
-        return batch_part(daemon, faultserver, key, "L", lo, hi, final)
-
-    with daemon.connect() as c:
-        assert c.call("transfer.addMany", part(0, 3, False))["result"] == {"batch": "L", "received": 3}
+    def lose(c, part):
         c.send_raw(lost + b"\n")
         assert c.recv(timeout=10)["error"]["code"] in (-32700, -32003, -32600, -32602)
-        resp = c.call("transfer.addMany", part(3, 5, True))
-        assert resp["error"]["code"] == -32602 and "was dropped" in resp["error"]["message"], resp
-        assert "result" in c.call("transfer.list", {}), "the connection goes on"
-    assert daemon.jobs() == []
+
+    assert_a_batch_is_dropped_by(daemon, faultserver, key, "L", lose)
 
 
 @pytest.mark.parametrize("bad", [{"zzz": 1}, {"final": "no"}, {"requests": 5}, {"requests": None}],
@@ -261,18 +270,13 @@ def test_a_line_lost_between_a_batchs_parts_drops_the_batch(daemon, faultserver,
 def test_a_part_refused_before_its_requests_are_read_drops_its_batch(daemon, faultserver, key, bad):
     # Found by an outside audit: a middle part refused for its params (not for one of its
     # requests) left the batch open, and the final part queued the list without that part's jobs.
-    def part(lo, hi, final):
-        return batch_part(daemon, faultserver, key, "P", lo, hi, final)
-
-    with daemon.connect() as c:
-        assert c.call("transfer.addMany", part(0, 2, False))["result"] == {"batch": "P", "received": 2}
+    def refuse(c, part):
         middle = {**part(2, 4, False), **bad}
         if bad.get("requests", 0) is None:
             del middle["requests"]
         assert c.call("transfer.addMany", middle)["error"]["code"] == -32602
-        resp = c.call("transfer.addMany", part(4, 5, True))
-        assert resp["error"]["code"] == -32602 and "was dropped" in resp["error"]["message"], resp
-    assert daemon.jobs() == []
+
+    assert_a_batch_is_dropped_by(daemon, faultserver, key, "P", refuse)
 
 
 def test_another_methods_refused_request_between_a_batchs_parts_does_not_drop_it(daemon, faultserver, key):
