@@ -55,7 +55,7 @@ public enum CurlCommandRenderer {
             for spec in req.form ?? [] { args += formArguments(spec) }
             // No 100-continue round trip, as the daemon sends it.
             args += ["-H", "Expect:"]
-            let method = mode == .tus ? "POST" : r.method
+            let method = r.firstMethod
             if (req.form == nil && method != "PUT") || (req.form != nil && method != "POST") { args += ["-X", method] }
             args += resumableHeaders(r, mode: mode)
             if let resp = req.response { args += ["-o", resp] }

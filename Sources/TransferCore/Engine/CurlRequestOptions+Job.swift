@@ -14,11 +14,10 @@ extension CurlRequestOptions {
         o.caFile = req.cacert
         o.pinnedPublicKey = req.pinPubkey
         o.insecure = req.insecure == true
-        let keepsHost = url == origin || RedirectPolicy.sameHost(origin, url)
         for h in req.headers ?? [] {
             guard let f = try? HeaderField.parse(h) else { continue }
             if !sendCredentials && f.isSecret { continue }
-            if !keepsHost && f.name.lowercased() == "host" { continue }
+            if f.name.lowercased() == "host" && url != origin && !RedirectPolicy.sameHost(origin, url) { continue }
             if owned.contains(f.name.lowercased()) { continue }
             o.headers.append("\(f.name): \(f.value)")
         }

@@ -136,15 +136,9 @@ extension Engine {
             case .act(let t, let facts, let owed):
                 // Its patch is written (above): only the copies in memory change.
                 perform(id, t, facts: facts, owed: owed, committedAt: committedAt)
-                if action == .remove {
-                    // Its last object, from the row going away: as it ended, for a running job
-                    // (cancelled first, its attempt closed).
-                    var end: JobPatch? = nil
-                    for case .notifyRemoved(let e) in t.actions { end = e }
-                    if let job = snapshot(id, ending: end) { done.append(job) }
-                } else if let job = snapshot(id) {
-                    done.append(job)
-                }
+                // For `remove`, its last object, from the record kept of the row going away: as
+                // it ended, for a running job (cancelled first, its attempt closed).
+                if let job = snapshot(id) { done.append(job) }
             }
         }
         holdScheduling = false

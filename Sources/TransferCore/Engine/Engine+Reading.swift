@@ -63,11 +63,9 @@ extension Engine {
         return history
     }
 
-    /// A job's object now; with `ending`, as that ending leaves it (a running job being removed).
-    func snapshot(_ id: Int64, ending: JobPatch? = nil) -> JobSnapshot? {
-        guard var r = record(id) else { return nil }
-        if let ending { r.apply(ending) }
-        return snapshot(of: r)
+    /// A job's object now (a job being removed: as its ending left it, ``perform``).
+    func snapshot(_ id: Int64) -> JobSnapshot? {
+        record(id).map(snapshot(of:))
     }
 
     /// The object of a job whose row is `r`: with the running attempt's progress and open history

@@ -576,8 +576,6 @@ public final class Engine: AttemptHost {
             committed: committedAt != nil)
         logChange(id, from: facts.state, t)
         var runScheduler = false
-        /// The ending a removed running job is told with (`notifyRemoved` comes before `deleteRow`).
-        var removedEnding: JobPatch?
         for action in t.actions {
             switch action {
             case .startAttempt: startAttempt(id)
@@ -606,17 +604,16 @@ public final class Engine: AttemptHost {
                     afterCommit { [unowned self] in self.runOwedHook(kept.id) }
                 }
             case .notifyRemoved(let end):
-                removedEnding = end
                 // The ending happens now, with the removal (its attempt stopped, its history
-                // closed just before): its last object, the event's and the answer's, is as of
-                // this instant, not of the row's last change.
+                // closed just before), into the record kept of the job: its last object, the
+                // event's, the removal's and the command's answer, is as of this instant.
                 vanishing[id]?.apply(end, at: Timestamp.now())
-                if onEvents != nil, wantsEvents(), let job = snapshot(id, ending: end) {
+                if onEvents != nil, wantsEvents(), let job = snapshot(id) {
                     events.append((EngineNotification.stateChanged, job))
                 }
             case .deleteRow:
                 // Every removal is told, not only a running job's (whose ending came just before).
-                if onEvents != nil, wantsEvents(), let job = snapshot(id, ending: removedEnding) {
+                if onEvents != nil, wantsEvents(), let job = snapshot(id) {
                     events.append((EngineNotification.removed, job))
                 }
                 batch.delete(id)
@@ -689,9 +686,7 @@ public final class Engine: AttemptHost {
         if r.kind == .upload, let resumeAt = r.uploadUrl {
             Log.info("attempt \(r.attempts): resuming the upload at \(URLRedaction.redact(resumeAt))", job: id)
         } else {
-            // A tus upload starts with its creation, a POST, whatever the job's method.
-            let method = r.kind == .upload && r.request.resumableMode == .tus ? "POST" : r.method
-            Log.info("attempt \(r.attempts): \(method) \(URLRedaction.redact(r.url))", job: id)
+            Log.info("attempt \(r.attempts): \(r.firstMethod) \(URLRedaction.redact(r.url))", job: id)
         }
         do {
             try task.start()

@@ -97,6 +97,10 @@ extension JobRecord {
     /// upload's `--response` file (both go through a `.aftpart` beside them).
     public var heldPath: String? { kind == .download ? destination : request.response }
 
+    /// The method of the job's first request: a tus upload starts with its creation, a `POST`,
+    /// whatever the job's method (the log and `aftransfer curl` name it).
+    public var firstMethod: String { kind == .upload && request.resumableMode == .tus ? "POST" : method }
+
     /// Whether a request of this job that may have reached the server is never sent again: an
     /// upload with `--retries 0` (SPEC: for endpoints that must never see a request twice) with
     /// no resumable upload to go on with (whose offset query sends no byte twice).

@@ -9,10 +9,11 @@ struct AddManyHandler: RPCHandler {
     var changesJobs: Bool { true }
 
     func handle(_ request: RPCRequest) throws -> RPCReply {
-        let params: Shape
         let raw: [JSONValue]
+        /// A part of a batch (nil: a list in one message).
+        let part: (batch: String, final: Bool)?
         do {
-            params = try request.decode(Shape.self, members: ["batch", "requests", "final"])
+            let params = try request.decode(Shape.self, members: ["batch", "requests", "final"])
             // Each request decoded on its own: one that does not decode is refused by its index,
             // as one that does not validate is.
             switch request.params?["requests"] {
@@ -20,8 +21,14 @@ struct AddManyHandler: RPCHandler {
             case nil: throw RPCError.invalidParams("missing requests")
             default: throw RPCError.invalidParams("wrong type for requests")
             }
-            if params.batch != nil && params.final == nil {
-                throw RPCError.invalidParams("missing final (a batch part needs it)")
+            switch (params.batch, params.final) {
+            case (let batch?, let final?): part = (batch, final)
+            case (nil, nil): part = nil
+            case (_?, nil): throw RPCError.invalidParams("missing final (a batch part needs it)")
+            case (nil, _?):
+                // A first part without its batch id would be queued on its own: refused, so that
+                // a list sent in parts never loses all-or-nothing to a forgotten member.
+                throw RPCError.invalidParams("final without batch (a batch part needs both)")
             }
         } catch {
             // A part refused before its requests were read drops its batch, as any refused part
@@ -45,12 +52,7 @@ struct AddManyHandler: RPCHandler {
             }
         }
         let service = request.context.service
-        guard let batch = params.batch else {
-            if params.final != nil {
-                // A first part without its batch id would be queued on its own: refused, so that
-                // a list sent in parts never loses all-or-nothing to a forgotten member.
-                throw RPCError.invalidParams("final without batch (a batch part needs both)")
-            }
+        guard let (batch, final) = part else {
             do {
                 let requests = try decoded.enumerated().map { index, r in
                     try r.mapError { BatchRefusal(index: index, error: $0) }.get()
@@ -63,7 +65,6 @@ struct AddManyHandler: RPCHandler {
                     ?? refusal
             }
         }
-        guard let final = params.final else { throw RPCError.invalidParams("missing final") }  // checked above
         let outcome = try request.context.batches.receive(
             owner: request.connection.number, batch: batch, decoded: decoded, final: final,
             prepare: service.prepare, stage: { try service.stage($0, batch: $1.storeKey) })
