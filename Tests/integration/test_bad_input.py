@@ -169,6 +169,38 @@ def test_a_negative_number_is_named_as_a_bad_value_not_a_missing_one(daemon, fau
     assert daemon.jobs() == []
 
 
+@pytest.mark.parametrize("opts,says", [
+    (["--on-end", ""], "--on-end: is empty"),
+    (["--limit-rate", "5Q"], "--limit-rate: \"5Q\" is not a rate"),
+    (["--pin-pubkey", "abc"], "--pin-pubkey: each pin"),
+    (["--user", "nocolon"], "--user: must be USER:PASSWORD"),
+], ids=["on-end", "limit-rate", "pin-pubkey", "user"])
+def test_a_refused_option_is_named_as_typed_and_not_blamed_on_a_list_line(daemon, faultserver, key, opts, says):
+    r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "o.bin", *opts)
+    assert_refused(daemon, r, mention=says)
+    listing = daemon.work / "urls.txt"
+    listing.write_text(f"{faultserver.url(key=key + 'a')}\n{faultserver.url(key=key + 'b')}\n")
+    r = daemon.cli("download", "-i", listing, "-d", daemon.work, *opts)
+    assert_refused(daemon, r, mention=says)
+    assert "line 1" not in r.err, f"an option's refusal is not the list's first line's: {r.err!r}"
+
+
+@pytest.mark.parametrize("args,says", [
+    (["download", "URL", "-o", ""], "-o cannot be empty"),
+    (["download", "-i", "", "-d", "WORK"], "-i cannot be empty"),
+    (["download", "URL", "-o", "WORK/o.bin", "--cacert", ""], "--cacert cannot be empty"),
+    (["download", "URL", "-o", "WORK/o.bin", "--pin-cert", ""], "--pin-cert cannot be empty"),
+    (["upload", "", "URL"], "FILE cannot be empty"),
+    (["upload", "SOURCE", "URL", "--response", ""], "--response cannot be empty"),
+], ids=["output", "list", "cacert", "pin-cert", "source", "response"])
+def test_an_empty_path_is_refused_as_empty_not_taken_as_the_working_directory(daemon, faultserver, key, args, says):
+    source = daemon.work / "source.bin"
+    source.write_bytes(b"x" * 10)
+    values = {"URL": faultserver.url(key=key), "WORK": str(daemon.work), "SOURCE": str(source)}
+    r = daemon.cli(*[values.get(a, a.replace("WORK", str(daemon.work))) for a in args])
+    assert_refused(daemon, r, mention=says)
+
+
 def test_output_file_and_directory_together_are_bad_usage(daemon, faultserver, key):
     r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "o", "-d", daemon.work)
     assert_refused(daemon, r)

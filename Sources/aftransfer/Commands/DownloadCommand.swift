@@ -57,6 +57,9 @@ struct DownloadCommand: ParsableCommand {
         if let connections, !range.contains(connections) {
             throw ValidationError("--connections must be between \(range.lowerBound) and \(range.upperBound).")
         }
+        // An empty path would be made absolute as the working directory, and refused as that.
+        if output?.isEmpty == true { throw ValidationError("-o cannot be empty.") }
+        if inputFile?.isEmpty == true { throw ValidationError("-i cannot be empty (use -i - for stdin).") }
         if output != nil, directory != nil { throw ValidationError("-o and -d cannot be used together.") }
         if directory?.isEmpty == true {
             throw ValidationError("-d cannot be empty (use -d . for the working directory).")

@@ -66,6 +66,9 @@ struct UploadCommand: ParsableCommand {
         } else {
             guard positionals.count == 1 else { throw ValidationError("with --form, give only the URL.") }
         }
+        // An empty path would be made absolute as the working directory, and refused as that.
+        if form.isEmpty, file?.isEmpty == true { throw ValidationError("the FILE cannot be empty.") }
+        if response?.isEmpty == true { throw ValidationError("--response cannot be empty.") }
         if let method, !["PUT", "POST"].contains(method.uppercased()) {
             throw ValidationError("--method must be PUT or POST.")
         }

@@ -54,6 +54,12 @@ struct TransferOptions: ParsableArguments {
     @Flag(help: "Print the job object as JSON instead of the id (with --wait, only the final object).")
     var json = false
 
+    func validate() throws {
+        // An empty path would be made absolute as the working directory, and refused as that.
+        if cacert?.isEmpty == true { throw ValidationError("--cacert cannot be empty.") }
+        if pinCert?.isEmpty == true { throw ValidationError("--pin-cert cannot be empty.") }
+    }
+
     /// Copies these options into `request`, with paths made absolute against the working directory.
     func apply(to request: inout TransferRequest) {
         if !headers.isEmpty { request.headers = headers }

@@ -35,7 +35,7 @@ struct Submission {
             do {
                 _ = try RequestValidator.validate(item.request, knownDirectories: &directories)
             } catch {
-                throw CLIFailure.usage(Self.prefix(item.origin) + Self.message(of: error))
+                throw CLIFailure.usage(RefusalWording.message(Self.message(of: error), origin: item.origin))
             }
         }
         let client = try global.connect()
@@ -175,11 +175,13 @@ struct Submission {
     /// A refusal's message for people: the item it names first (`urls.txt line 3: `), in place
     /// of the daemon's `request N: ` (the index only a script would need).
     private func message(of error: RPCError) -> String {
-        guard let origin = origin(of: error), case .int(let index)? = error.data?["index"] else { return error.message }
+        guard let origin = origin(of: error), case .int(let index)? = error.data?["index"] else {
+            return RefusalWording(error.message).text
+        }
         let daemonPrefix = "request \(index): "
         let text =
             error.message.hasPrefix(daemonPrefix) ? String(error.message.dropFirst(daemonPrefix.count)) : error.message
-        return Self.prefix(origin) + text
+        return RefusalWording.message(text, origin: origin)
     }
 
     /// The item a refusal names (`data.index`, counted from 0 across the whole batch), or nil.
