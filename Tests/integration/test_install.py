@@ -152,6 +152,11 @@ def test_that_a_relative_prefix_is_the_callers_and_a_prefix_systemd_cannot_name_
         q = subprocess.run([script, "--prefix", str(root / 'say "hi"')], env=env, capture_output=True, text=True,
                            timeout=60)
         assert q.returncode == 2 and "systemd" in q.stderr and not (root / 'say "hi"').exists(), q
+        # A missing or empty prefix is bad usage (exit 2, the script's own message), like any other.
+        for args in (["--prefix"], ["--prefix", ""]):
+            m = subprocess.run([script, *args], env=env, capture_output=True, text=True, timeout=60)
+            assert m.returncode == 2 and m.stderr.startswith("scripts/install: --prefix needs a directory"), m
+        assert not (root / "home" / ".local").exists()
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
