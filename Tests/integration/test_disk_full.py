@@ -255,3 +255,21 @@ def test_an_upload_whose_response_file_finds_the_disk_full_waits_for_the_whole_r
     fs.filler.unlink()
     daemon.wait_state(id, "completed", timeout=30)
     assert len(faultserver.log(key)) == 2 and (fs.path / "resp.bin").stat().st_size >= respsize
+
+
+def test_a_file_size_limit_fails_the_one_job_that_reaches_it_and_the_daemon_goes_on(
+        daemon_factory, faultserver, key):
+    # `ulimit -f` on the daemon: a write past it fails with EFBIG. Its signal (SIGXFSZ) killed the
+    # daemon, and killed it again on every restart while the limit held.
+    limited = daemon_factory(prefix=("prlimit", f"--fsize={2 * MiB}", "--"))
+    big = limited.download(faultserver.url("/data", size=3 * MiB, seed="fsize", key=key), "-o",
+                           limited.work / "big.bin", "--retries", "0")
+    job = limited.wait_state(big, ("failed", "completed"), timeout=30)
+    assert limited.running, f"the daemon died at the file-size limit:\n{limited.log_tail()}"
+    assert job["state"] == "failed" and job["error"]["code"] == "io", job
+    assert "too large" in job["error"]["message"], job
+    assert not (limited.work / "big.bin").exists()
+    small = limited.download(faultserver.url("/data", size=100_000, seed="fsize-small", key=key), "-o",
+                             limited.work / "small.bin")
+    limited.wait_state(small, "completed", timeout=30)
+    assert (limited.work / "small.bin").read_bytes() == faultserver.data(100_000, "fsize-small")

@@ -61,6 +61,10 @@ public final class Daemon {
         cfg.fileMode = 0o666 & ~userMask
         cfg.directoryMode = 0o777 & ~userMask
         signal(SIGPIPE, SIG_IGN)
+        // A file-size limit (`ulimit -f`) makes a write past it fail with EFBIG, which fails that
+        // job (`io`); by default its signal would kill the daemon, and every restart again.
+        // (libuv's children, the hooks, get every signal's default back.)
+        signal(SIGXFSZ, SIG_IGN)
         Log.buffer()
         defer { Log.flush() }
         inheritedListener = SocketActivation.takeListener()
