@@ -272,6 +272,10 @@ def test_bad_params_get_invalid_params(daemon):
     assert_rpc_error(daemon.rpc("transfer.get", {"id": "twelve"}, id=3), -32602, id=3)
     assert_rpc_error(daemon.rpc("transfer.add", {}, id=4), -32602, id=4)
     assert_rpc_error(daemon.rpc("transfer.add", {"url": 5, "directory": "/tmp"}, id=5), -32602, id=5)
+    # An element of a list is named as JSON names it, not as Foundation's "Index 0".
+    resp = daemon.rpc("transfer.pause", {"ids": [1, "2"]}, id=6)
+    assert_rpc_error(resp, -32602, id=6)
+    assert resp["error"]["message"].endswith("wrong type for ids[1]"), resp
     assert daemon.jobs() == []
 
 

@@ -35,10 +35,14 @@ def test_a_malformed_rate_or_schedule_exits_2_and_changes_nothing(daemon):
                  ["--download", "2M", "--schedule", "8:00,x"], ["--download", "2M", "--schedule", "00:00,3M"]):
         r = daemon.cli("limit", *args)
         assert r.rc == 2, (args, r)
+        # The CLI names its options; the RPC below its params.
+        assert f"{args[-2]}" in r.err and "Error: download" not in r.err, (args, r.err)
     resp = daemon.rpc("daemon.limits", {"download": "lots"})
     assert resp["error"]["code"] == -32602, resp
+    assert resp["error"]["message"].startswith("download: not a rate"), resp
     resp = daemon.rpc("daemon.limits", {"download": "2M", "schedule": "00:00,3M"})
     assert resp["error"]["code"] == -32602, resp
+    assert "--" not in resp["error"]["message"], resp
     assert daemon.cli_json("limit", "--json")["download"] == MiB
 
 

@@ -26,27 +26,28 @@ public struct BandwidthLimits: Equatable, Sendable {
     /// Applies a `daemon.limits` change: `--download` sets a fixed limit and clears a schedule;
     /// `--schedule` replaces the fixed download limit (`off` clears it); `--upload` sets the
     /// upload limit. Values are as the CLI options take them (`2M`, `off`).
-    /// - Throws: ``TransferError`` `invalid_request` for a malformed rate or schedule (nothing
-    ///   is changed then: the caller keeps the old value).
+    /// - Throws: ``TransferError`` `invalid_request` for a malformed rate or schedule, its message
+    ///   starting with the RPC param it is about (`download: …`); nothing is changed then: the
+    ///   caller keeps the old value.
     public func changed(download: String?, upload: String?, schedule: String?) throws -> BandwidthLimits {
         var next = self
         if download != nil, let schedule, schedule.trimmingCharacters(in: .whitespaces).lowercased() != "off" {
             // Each would clear the other (SPEC): which one was meant is not for the daemon to guess.
             throw TransferError(
-                .invalidRequest, "--download and --schedule both set the download limit: give one of them")
+                .invalidRequest, "download and schedule both set the download limit: give one of them")
         }
         if let download {
-            next.download = try Self.rate(download, option: "--download")
+            next.download = try Self.rate(download, param: "download")
             next.schedule = nil
         }
-        if let upload { next.upload = try Self.rate(upload, option: "--upload") }
+        if let upload { next.upload = try Self.rate(upload, param: "upload") }
         if let schedule {
             if schedule.trimmingCharacters(in: .whitespaces).lowercased() == "off" {
                 next.schedule = nil
             } else {
                 guard let s = BandwidthSchedule.parse(schedule) else {
                     throw TransferError(
-                        .invalidRequest, "--schedule: not a schedule of 'HH:MM,RATE' entries: \(schedule)")
+                        .invalidRequest, "schedule: not a schedule of 'HH:MM,RATE' entries: \(schedule)")
                 }
                 next.schedule = s
                 next.download = nil
@@ -56,10 +57,10 @@ public struct BandwidthLimits: Equatable, Sendable {
     }
 
     /// A RATE or `off` (nil).
-    static func rate(_ text: String, option: String) throws -> Int64? {
+    static func rate(_ text: String, param: String) throws -> Int64? {
         if text.trimmingCharacters(in: .whitespaces).lowercased() == "off" { return nil }
         guard let r = RateParser.parse(text) else {
-            throw TransferError(.invalidRequest, "\(option): not a rate (like 500K or 2M) or off: \(text)")
+            throw TransferError(.invalidRequest, "\(param): not a rate (like 500K or 2M) or off: \(text)")
         }
         return r
     }

@@ -58,12 +58,24 @@ public struct RPCRequest {
         switch error {
         case DecodingError.keyNotFound(let key, _): return "missing \(key.stringValue)"
         case DecodingError.typeMismatch(_, let ctx), DecodingError.valueNotFound(_, let ctx):
-            return "wrong type for \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
+            return "wrong type for \(path(ctx.codingPath))"
         case DecodingError.dataCorrupted(let ctx):
-            let path = ctx.codingPath.map(\.stringValue).joined(separator: ".")
+            let path = path(ctx.codingPath)
             // A number out of range has no path here: say what is wrong instead.
             return path.isEmpty ? "bad value: \(ctx.debugDescription)" : "bad value for \(path)"
         default: return "\(error)"
+        }
+    }
+
+    /// A coding path as JSON people write it: `ids[0]`, `headers[2]` (Foundation's own
+    /// `stringValue` of an array's element is "Index 0").
+    static func path(_ keys: [CodingKey]) -> String {
+        keys.reduce(into: "") { text, key in
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += text.isEmpty ? key.stringValue : "." + key.stringValue
+            }
         }
     }
 }

@@ -30,12 +30,18 @@ struct LimitCommand: ParsableCommand {
     @OptionGroup(title: "Global options")
     var global: GlobalOptions
 
+    /// The `daemon.limits` params, as these options spell them in a refusal.
+    static let optionOfParam = ["download": "--download", "upload": "--upload", "schedule": "--schedule"]
+
     func validate() throws {
         // Refused here already, so that a malformed value never reaches (or starts) a daemon.
         do {
             _ = try BandwidthLimits().changed(download: download, upload: upload, schedule: schedule)
         } catch let error as TransferError {
-            throw ValidationError(error.message)
+            if error.message.hasPrefix("download and schedule") {
+                throw ValidationError("--download and --schedule both set the download limit: give one of them")
+            }
+            throw ValidationError(RefusalWording(error.message, options: Self.optionOfParam).text)
         }
     }
 
