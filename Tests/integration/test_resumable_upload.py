@@ -468,6 +468,31 @@ def test_a_source_changed_between_appends_fails_the_job_with_source_changed(daem
     assert not [r for r in ietf.stats(key)["requests"] if r["method"] == "PATCH"]
 
 
+def test_a_source_changed_between_two_appends_of_one_attempt_ends_it_without_a_made_up_request(daemon, ietf):
+    # The first request is cut at 500,000 bytes; every append then gets a 409, and after three
+    # of them the daemon waits between asks: the file changes in such a wait, so the next append
+    # is not sent. The attempt's end was written as one more request, with the offset query's
+    # status and timings copied into it.
+    src = daemon.work / "between.bin"
+    write_random_file(src, 2_000_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, drop="500000", conflict="100"), "--retries", "1")
+    wait_until(lambda: [r["method"] for r in ietf.stats(key)["requests"]].count("PATCH") >= 5, 30,
+               "the waits between asks")
+    os.utime(src, (time.time() + 5, time.time() + 5))
+    job = daemon.wait_state(id, ("failed", "completed"), timeout=30)
+    assert job["state"] == "failed" and job["error"]["code"] == "source_changed", job
+    methods = [r["method"] for r in ietf.stats(key)["requests"]]
+    assert methods[-1] == "HEAD", methods  # asked the offset, then sent nothing
+    second = [e for e in job["history"] if e["attempt"] == 2]
+    *sent, last = second
+    assert len(sent) == methods.count("HEAD") + methods.count("PATCH"), (methods, second)
+    assert all(e["httpStatus"] is not None and e["total"] is not None for e in sent), sent
+    assert last["httpStatus"] is None and last["total"] is None and last["firstByte"] is None, last
+    assert last["error"]["code"] == "source_changed" and last["bytes"] == 500_000, last
+    assert job["bytes"] == 500_000, job
+
+
 def test_sha256_mismatch_fails_with_checksum_before_any_request(daemon, ietf):
     src = daemon.work / "sum.bin"
     write_random_file(src, 300_000)

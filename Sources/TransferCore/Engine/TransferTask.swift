@@ -39,6 +39,8 @@ class TransferTask {
 
     // Response of the current hop.
     private(set) var status: Int?
+    /// Whether the open history entry's request was handed to libcurl (``easy`` is its handle).
+    private var entrySent = true
     private(set) var headers: [(String, String)] = []
 
     // Live progress.
@@ -130,6 +132,7 @@ class TransferTask {
     func startHop() throws {
         let e = try CurlEasy()
         easy = e
+        entrySent = true
         status = nil
         headers = []
         var o = requestOptions(for: e, extraHeaders: extraHeaders(), overridden: overriddenHeaders)
@@ -336,6 +339,10 @@ class TransferTask {
         historySeq += 1
         historyEntry = AttemptRecord(
             attempt: record.attempts, startedAt: Timestamp.rfc3339(Timestamp.now()), bytes: bytes)
+        // The entry's status and timeline are its own request's: none until it is sent (a source
+        // found changed before an append ends the attempt in an entry with neither).
+        status = nil
+        entrySent = false
         engine.recordHistory(self)
     }
 
@@ -359,7 +366,7 @@ class TransferTask {
 
     /// The last hop's status and timeline, and the bytes so far, written into the history entry.
     func closeHistory(error: TransferError?) {
-        if let t = easy?.timeline {
+        if entrySent, let t = easy?.timeline {
             historyEntry.nameLookup = t.nameLookup
             historyEntry.connect = t.connect
             historyEntry.tls = t.tls
