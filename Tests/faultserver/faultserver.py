@@ -741,6 +741,8 @@ class Handler(socketserver.BaseRequestHandler):
                         hs += [("Content-Range", f"bytes */{size}")]
                         return self.simple(416, b"", headers=hs, close=close, head_only=head_only)
                     start, end = parsed
+                    if (cap := q.int("rangecap")) is not None:
+                        end = min(end, start + cap)  # fewer bytes than asked, as RFC 9110 allows
                     status = 206
                     hs.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
         if vary := q.latin1("vary"):

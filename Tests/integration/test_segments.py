@@ -197,6 +197,27 @@ def test_ranges_cut_all_at_once_spend_their_retries_once_and_the_next_attempt_re
         [(e["range"], e["status"]) for e in log]
 
 
+def test_ranges_answered_with_fewer_bytes_than_asked_are_continued_without_spending_retries(daemon, faultserver, key):
+    # RFC 9110 lets a server answer a range with less than was asked (`bytes A-C/T`, C short of
+    # the end): each such 206, the first request's included, was "a range ended early", a retry
+    # spent and a backoff. With --retries 0 the job failed at the first one.
+    size = 8 * MiB
+    cap = 700_000
+    url = faultserver.url(size=size, seed="capped", key=key, rangecap=cap)
+    id = daemon.download(url, "-x", "4", "--retries", "0", "-o", daemon.work / "capped.bin")
+    job = daemon.wait_state(id, ("completed", "failed"), timeout=60)
+    assert job["state"] == "completed" and job["attempts"] == 1, job
+    assert sha256_file(daemon.work / "capped.bin") == faultserver.sha256(size, "capped")
+    log = faultserver.log(key)
+    assert all(e["status"] == 206 for e in log), [(e["range"], e["status"]) for e in log]
+    assert len(log) >= size // cap, len(log)  # every byte came in capped answers
+    # A server that sends only a few bytes an answer still fails the job rather than being
+    # asked millions of times.
+    tiny = faultserver.url(size=size, seed="tiny", key=key + "t", rangecap=1000)
+    id = daemon.download(tiny, "-x", "4", "--retries", "0", "-o", daemon.work / "tiny.bin")
+    assert daemon.wait_state(id, ("completed", "failed"), timeout=60)["state"] == "failed"
+
+
 def test_a_range_answered_404_ends_the_attempt_instead_of_asking_again(daemon, faultserver, key):
     # A status that is not retryable (SPEC: other statuses are not) fails the job at once.
     size = 8 * MiB

@@ -216,7 +216,7 @@ extension DownloadTask {
     func segmentHeaders(_ c: SegmentConnection) -> Bool {
         guard phase == .transferring, let p = plan, let seg = p.segment(c.start), let s = c.status else { return false }
         lastProgressAt = engine.loop.nowMillis
-        if s == 206, let range = c.rangeStartAndTotal, range.start == seg.fetched, range.total == p.total,
+        if s == 206, let range = c.range, range.start == seg.fetched, range.total == p.total,
             validatorsMatch(etag: c.etag, lastModified: c.lastModified)
         {
             c.accepted = true
@@ -256,13 +256,34 @@ extension DownloadTask {
             return
         }
         let complete = plan?.segment(c.start)?.isComplete ?? true
-        if !c.reachedEnd && !complete && !fallbackRequested {
+        if !c.reachedEnd && !complete && !fallbackRequested
+            && !(c.accepted && answeredShortRange(c.start, error: error, range: c.range))
+        {
             let failure = c.failure ?? error ?? TransferError(.network, "a range ended early", retryable: true)
             // Refused by an HTTP status (``segmentHeaders(_:)`` set the failure from it).
             lastConnectionStatus = c.failure != nil ? c.status.flatMap { $0 >= 300 ? $0 : nil } : nil
             if !rangeFailed(failure, retryAfter: c.retryAfter) { return }
         }
         schedulePump()
+    }
+
+    /// The fewest bytes a `206` shorter than the range asked for must bring to count as an answer
+    /// rather than as a range ended early: a server that sends a few bytes a request would
+    /// otherwise be asked millions of times.
+    static let shortRangeMinimum: Int64 = 64 * 1024
+
+    /// Whether a request for the segment at `start` ended well with all of a `206` that covered
+    /// less than was asked for (`Content-Range: bytes A-C/T`, C short of the segment's end; RFC
+    /// 9110 lets a server send less): the rest of the segment goes back to the plan for the next
+    /// free connection, and no retry is spent.
+    func answeredShortRange(_ start: Int64, error: TransferError?, range: (start: Int64, end: Int64?, total: Int64?)?)
+        -> Bool
+    {
+        guard error == nil, let range, let end = range.end, let seg = plan?.segment(start), !seg.isComplete,
+            end - range.start + 1 >= Self.shortRangeMinimum, seg.fetched == end + 1
+        else { return false }
+        Log.info("a range was answered short, up to byte \(end): the rest goes back to the plan", job: jobId)
+        return true
     }
 
     /// A range request failed (a further connection's, or this task's own while it fetched a

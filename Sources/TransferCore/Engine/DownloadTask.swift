@@ -414,7 +414,7 @@ final class DownloadTask: TransferTask {
         hasher = part.map { RangeHasher(loop: engine.loop, path: $0.path) }
     }
 
-    func contentRange() -> (start: Int64, total: Int64?)? {
+    func contentRange() -> (start: Int64, end: Int64?, total: Int64?)? {
         header("content-range").flatMap(HeaderLine.contentRange)
     }
 
@@ -777,6 +777,24 @@ final class DownloadTask: TransferTask {
         case failed
     }
 
+    /// A `206` that covered less than was asked (`bytes A-C/T`, C + 1 < T: RFC 9110 lets a server
+    /// send less) and brought all it said: the next request of this attempt asks for the rest
+    /// (`Range` from C + 1 with `If-Range`), rather than the attempt ending as a partial transfer
+    /// and spending a retry. Answers of fewer than ``shortRangeMinimum`` bytes end it as before.
+    /// (A segmented download's ranges: ``answeredShortRange(_:error:range:)``.)
+    override func followUp() -> Bool {
+        guard plan == nil, primarySegment == nil, lastStatus == 206, ifRangeValue != nil, let cr = contentRange(),
+            let end = cr.end, let t = cr.total, end + 1 < t, bytes == end + 1,
+            end - cr.start + 1 >= Self.shortRangeMinimum
+        else { return false }
+        Log.info("the server answered up to byte \(end) of \(t): asking for the rest", job: jobId)
+        offset = bytes
+        do { try startHop() } catch {
+            complete(failure: TransferError.from(error, retryable: true))
+        }
+        return true
+    }
+
     /// This task's own request ended: while segmented, it was one connection among several.
     override func hopEnded(error: TransferError?) -> Bool {
         if fallbackRequested {
@@ -790,7 +808,8 @@ final class DownloadTask: TransferTask {
         let done = start.flatMap { plan?.segment($0)?.isComplete } ?? true
         let failed = !primaryReachedEnd && !done
         primaryReachedEnd = false
-        if failed {
+        let answered = start.map { answeredShortRange($0, error: error, range: contentRange()) } ?? false
+        if failed && !answered {
             let failure = error ?? TransferError(.network, "a range ended early", retryable: true)
             let retryAfter = RetryPolicy.retryAfter(status: status, value: header("retry-after"))
             if !rangeFailed(failure, retryAfter: retryAfter) { return true }

@@ -26,16 +26,19 @@ enum HeaderLine {
         return .field(name: name.lowercased(), value: String(decoding: value, as: UTF8.self))
     }
 
-    /// The start and total of a `Content-Range` value: `bytes 100-199/200` → (100, 200);
-    /// `bytes */200` → (-1, 200); an unknown total (`/*`) is nil. Nil when unreadable.
-    static func contentRange(_ value: String) -> (start: Int64, total: Int64?)? {
+    /// The start, end and total of a `Content-Range` value: `bytes 100-199/200` → (100, 199, 200);
+    /// `bytes */200` → (-1, nil, 200); an unknown total (`/*`) is nil, as is an unreadable end.
+    /// Nil when unreadable.
+    static func contentRange(_ value: String) -> (start: Int64, end: Int64?, total: Int64?)? {
         let spec = value.split(separator: " ", maxSplits: 1).last.map(String.init) ?? ""
         let halves = spec.split(separator: "/", maxSplits: 1)
         guard halves.count == 2 else { return nil }
         let total = Int64(halves[1])
-        if halves[0] == "*" { return (start: -1, total: total) }
-        guard let start = halves[0].split(separator: "-").first.flatMap({ Int64($0) }) else { return nil }
-        return (start: start, total: total)
+        if halves[0] == "*" { return (start: -1, end: nil, total: total) }
+        let bounds = halves[0].split(separator: "-", maxSplits: 1)
+        guard let start = bounds.first.flatMap({ Int64($0) }) else { return nil }
+        let end = bounds.count == 2 ? Int64(bounds[1]).flatMap { $0 >= start ? $0 : nil } : nil
+        return (start: start, end: end, total: total)
     }
 
     private static let httpPrefix = Array("HTTP/".utf8)

@@ -55,6 +55,6 @@ final class SegmentConnection {
     /// Seconds the server asked to wait (`Retry-After` of a 429 or 503, SPEC "Retries"), if any.
     var retryAfter: Double? { RetryPolicy.retryAfter(status: status, value: retryAfterValue) }
 
-    /// The start and total of `Content-Range: bytes A-B/T`.
-    var rangeStartAndTotal: (start: Int64, total: Int64?)? { contentRange.flatMap(HeaderLine.contentRange) }
+    /// The start, end and total of `Content-Range: bytes A-B/T`.
+    var range: (start: Int64, end: Int64?, total: Int64?)? { contentRange.flatMap(HeaderLine.contentRange) }
 }
