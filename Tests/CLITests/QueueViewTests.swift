@@ -70,6 +70,29 @@ final class QueueViewTests: XCTestCase {
         }
     }
 
+    func testThatANarrowScreensBarsHaveOneWidthAndItsFiguresFormColumns() {
+        // An outside audit at 80 columns: each line stretched its bar to its own end (12, 14, 25
+        // columns), so the percents and bytes of the lines did not line up; at 40 one line kept a
+        // bar the others had lost.
+        let big = JobFixture.job(
+            id: 19, state: .running, destination: "/d/long1.bin", bytes: 800 * 1024, total: 40_000_000,
+            fraction: 0.02, rate: 20 * 1024, eta: 1950)
+        let wide = JobFixture.job(
+            id: 20, state: .running, destination: "/d/非常に長い名前.bin", bytes: 216 * 1024, total: 21_300_000,
+            fraction: 0.01, rate: 10 * 1024, eta: 2100)
+        let queued = JobFixture.job(id: 23, state: .queued, destination: "/d/queued.bin")
+        for columns in [80, 100] {
+            let lines = Array(QueueView.screen([big, wide, queued], gone: [], columns: columns, rows: 10).dropLast())
+            let opens = lines.map { TerminalColumns.width(String($0[..<$0.firstIndex(of: "[")!])) }
+            let closes = lines.map { TerminalColumns.width(String($0[..<$0.firstIndex(of: "]")!])) }
+            XCTAssertEqual(Set(opens).count, 1, "\(columns) columns: \(lines)")
+            XCTAssertEqual(Set(closes).count, 1, "\(columns) columns: \(lines)")
+            for line in lines { XCTAssertLessThanOrEqual(TerminalColumns.width(line), columns - 1, line) }
+        }
+        let narrow = Array(QueueView.screen([big, wide, queued], gone: [], columns: 40, rows: 10).dropLast())
+        XCTAssertEqual(Set(narrow.map { $0.contains("[") }).count, 1, "one layout at 40 columns: \(narrow)")
+    }
+
     func testThatAQueuedJobHasAnEmptyBarAndNoRateOrEta() {
         let queued = JobFixture.job(id: 3, state: .queued, destination: "/data/a-very-long-file-name-indeed.tar.gz")
         let line = QueueView.jobLine(queued, columns: 119)

@@ -76,8 +76,11 @@ final class QueueView {
             // states and bars of a narrow screen form columns.
             let visible = Array(open.prefix(shown))
             let idWidth = visible.map { TerminalColumns.width("#\($0.id)") }.max() ?? 0
-            let nameRoom = visible.map { compactNameRoom($0, columns: width, idWidth: idWidth) }.min()
-            lines = visible.map { jobLine($0, columns: width, idWidth: idWidth, nameRoom: nameRoom) }
+            let figures = FigureWidths(visible)
+            let nameRoom = visible.map { compactNameRoom($0, columns: width, idWidth: idWidth, figures: figures) }.min()
+            lines = visible.map {
+                jobLine($0, columns: width, idWidth: idWidth, nameRoom: nameRoom, figures: figures)
+            }
             if open.count > shown {
                 lines.append(ProgressRenderer.truncate("… and \(open.count - shown) more", to: width))
             }
@@ -91,7 +94,11 @@ final class QueueView {
     ///   - idWidth: the width the id is padded to on a narrow line (the screen's widest id).
     ///   - nameRoom: the columns the name gets on a narrow line (the same for the whole screen);
     ///     nil: what this line leaves.
-    static func jobLine(_ job: JobSnapshot, columns: Int, idWidth: Int = 0, nameRoom common: Int? = nil) -> String {
+    ///   - figures: the widths a narrow line pads its bytes, rate and ETA to (the screen's widest,
+    ///     so that every line's bar has one width and its figures form columns); nil: its own.
+    static func jobLine(
+        _ job: JobSnapshot, columns: Int, idWidth: Int = 0, nameRoom common: Int? = nil, figures: FigureWidths? = nil
+    ) -> String {
         let head =
             pad("#\(job.id)", 6) + " " + pad(clip(JobText.name(job), nameWidth), nameWidth) + " "
             + pad(job.state.rawValue, stateWidth)
@@ -107,9 +114,10 @@ final class QueueView {
         // narrower still, the bar goes, then the end of the line is cut.
         let id = pad("#\(job.id)", idWidth) + " "
         let state = " " + pad(job.state.rawValue, stateWidth)
-        let compact = parts.compact
+        let figures = figures ?? FigureWidths([job])
+        let compact = parts.compact(figures)
         let fixed = TerminalColumns.width(id) + TerminalColumns.width(state) + TerminalColumns.width(compact)
-        let nameRoom = common ?? compactNameRoom(job, columns: columns, idWidth: idWidth)
+        let nameRoom = common ?? compactNameRoom(job, columns: columns, idWidth: idWidth, figures: figures)
         let name = pad(clip(JobText.name(job), nameRoom), nameRoom)
         let barRoom = columns - fixed - TerminalColumns.width(name) - 3
         guard barRoom >= 5 else {
@@ -131,10 +139,26 @@ final class QueueView {
     static let compactBarWidth = 10
 
     /// The columns a narrow line leaves the name (6 to ``nameWidth``).
-    static func compactNameRoom(_ job: JobSnapshot, columns: Int, idWidth: Int) -> Int {
+    static func compactNameRoom(_ job: JobSnapshot, columns: Int, idWidth: Int, figures: FigureWidths) -> Int {
         let id = TerminalColumns.width(pad("#\(job.id)", idWidth) + " ")
-        let fixed = id + 1 + stateWidth + TerminalColumns.width(Parts(job).compact)
+        let fixed = id + 1 + stateWidth + TerminalColumns.width(Parts(job).compact(figures))
         return min(max(columns - fixed - 3 - compactBarWidth, 6), nameWidth)
+    }
+
+    /// The widths of a narrow screen's figures: the widest bytes, rate and ETA of its lines.
+    struct FigureWidths {
+        var amount = 0
+        var rate = 0
+        var duration = 0
+
+        init(_ jobs: [JobSnapshot]) {
+            for job in jobs {
+                let parts = Parts(job)
+                amount = max(amount, TerminalColumns.width(parts.amount))
+                rate = max(rate, TerminalColumns.width(parts.rate))
+                duration = max(duration, parts.duration.map(TerminalColumns.width) ?? 0)
+            }
+        }
     }
 
     /// A job's figures as a line shows them.
@@ -151,8 +175,17 @@ final class QueueView {
             duration = job.state == .running ? HumanFormat.duration(job.eta) : nil
         }
 
-        /// ` 45% 12.3 MiB/27.0 MiB 4.5 MiB/s ETA 3s`: unpadded but for the percent, for a narrow line.
-        var compact: String { " " + percent + " " + amount + " " + rate + (duration.map { " ETA " + $0 } ?? "") }
+        /// ` 45% 12.3 MiB/27.0 MiB 4.5 MiB/s ETA 3s`, for a narrow line: each figure padded to the
+        /// screen's widest (`widths`), the ETA's room blank on a line without one.
+        func compact(_ widths: FigureWidths) -> String {
+            let eta =
+                widths.duration == 0
+                ? ""
+                : duration.map { " ETA " + QueueView.pad($0, widths.duration) }
+                    ?? String(repeating: " ", count: 5 + widths.duration)
+            return " " + percent + " " + QueueView.leftPad(amount, widths.amount) + " "
+                + QueueView.leftPad(rate, widths.rate) + eta
+        }
 
         /// The same with no padding at all, for the narrowest.
         var tight: String {
