@@ -12,6 +12,19 @@ final class PrintableTextTests: XCTestCase {
         XCTAssertEqual(PrintableText.of("plain ünïcødé ✓ ¢"), "plain ünïcødé ✓ ¢", "C2 A2 is not C1")
     }
 
+    func testThatBidirectionalControlsAreShownAsTheReplacementCharacter() {
+        // U+202E would make "report\u{202E}fdp.exe" read as "reportexe.pdf" on a terminal.
+        XCTAssertEqual(PrintableText.of("report\u{202E}fdp.exe"), "report\u{FFFD}fdp.exe")
+        for scalar in ["\u{061C}", "\u{200E}", "\u{200F}", "\u{202A}", "\u{202D}", "\u{2066}", "\u{2069}"] {
+            XCTAssertEqual(PrintableText.of("a" + scalar + "b"), "a\u{FFFD}b", scalar.debugDescription)
+            XCTAssertTrue(PrintableText.needsEscaping("a" + scalar + "b"), scalar.debugDescription)
+        }
+        for kept in ["\u{2010}", "\u{2029}", "\u{2065}", "\u{206A}", "\u{0620}", "שלום", "—", "€"] {
+            XCTAssertFalse(PrintableText.needsEscaping(kept), kept.debugDescription)
+            XCTAssertEqual(PrintableText.of(kept), kept)
+        }
+    }
+
     func testThatTheDaemonsLogShowsThemAndJoinsLinesWithASpace() {
         let out = capturingStderr {
             Log.info("output: A\u{1B}]0;pwn\u{07}B\rC\nD\u{9B}E", job: 7)

@@ -113,6 +113,14 @@ final class SuggestedFilenameTests: XCTestCase {
         XCTAssertEqual(SuggestedFilename.sanitize("\r\nname"), "name")
     }
 
+    func testThatBidirectionalControlsAreDroppedSoANameReadsAsItIs() {
+        // "invoice\u{202E}fdp.exe" shows as "invoiceexe.pdf" on a screen.
+        XCTAssertEqual(SuggestedFilename.sanitize("invoice\u{202E}fdp.exe"), "invoicefdp.exe")
+        XCTAssertEqual(
+            SuggestedFilename.sanitize("a\u{200E}b\u{200F}c\u{202A}d\u{2066}e\u{2069}f\u{061C}g"), "abcdefg")
+        XCTAssertEqual(SuggestedFilename.sanitize("שלום.txt"), "שלום.txt", "right-to-left letters stay")
+    }
+
     func testThatControlCharactersCannotHideALeadingDot() {
         XCTAssertEqual(SuggestedFilename.sanitize("\0.hidden"), "hidden")
     }

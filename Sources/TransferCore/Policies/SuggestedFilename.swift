@@ -192,7 +192,8 @@ public enum SuggestedFilename {
     /// Makes `name` safe to use as one path component (SPEC "The CLI").
     ///
     /// In order: `/` and `\` become `_`; NUL and control characters (Unicode `Cc`: C0, DEL, C1)
-    /// are dropped; leading dots and spaces are stripped; the result is cut to at most
+    /// are dropped, and so are the bidirectional controls (`Bidi_Control`: U+202E RIGHT-TO-LEFT
+    /// OVERRIDE and its kin, which make `gpj.exe` read as `exe.jpg`); leading dots and spaces are stripped; the result is cut to at most
     /// ``maxNameBytes`` UTF-8 bytes on a character (Unicode scalar) boundary. An empty result,
     /// `.` or `..` becomes ``fallbackName``.
     ///
@@ -203,7 +204,7 @@ public enum SuggestedFilename {
         for c in name.unicodeScalars {
             if c == "/" || c == "\\" {
                 scalars.append("_")
-            } else if c.properties.generalCategory != .control {
+            } else if c.properties.generalCategory != .control && !c.properties.isBidiControl {
                 scalars.append(c)
             }
         }
