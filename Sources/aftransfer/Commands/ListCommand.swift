@@ -8,7 +8,7 @@ struct ListCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Only jobs in this state: \(TransferState.allCases.map(\.rawValue).joined(separator: ", ")).",
+            "Only jobs in this state.",  // the parser lists the values after it
             valueName: "state"))
     var state: TransferState?
 
