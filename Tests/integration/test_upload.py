@@ -476,3 +476,19 @@ def test_a_final_2xx_before_the_whole_body_was_read_fails_the_job_once_never_sen
     assert job["httpStatus"] == 201 and job["attempts"] == 1, job
     time.sleep(1.0)
     assert len(faultserver.log(key)) == 1, "the request was sent again"
+
+
+def test_an_uploads_first_byte_is_the_first_byte_of_the_answer_not_of_the_body(daemon, faultserver, key):
+    # libcurl 7.88 stamps CURLINFO_STARTTRANSFER_TIME when an upload's first byte is *sent*: the
+    # history showed "first byte 0ms" for an upload whose answer came after 2 s.
+    src = daemon.work / "timed.bin"
+    src.write_bytes(os.urandom(2_000_000))
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=1_000_000), "--resumable", "off")
+    job = daemon.wait_state(id, "completed", timeout=30)
+    entry = job["history"][-1]
+    assert entry["total"] >= 1.5, entry
+    assert entry["firstByte"] >= 1.5 and entry["firstByte"] <= entry["total"], entry
+    # A download's is still the time to its answer, well before its end.
+    down = daemon.download(faultserver.url(size=1_000_000, key=key + "d", slow=500_000), "-o", daemon.work / "d.bin")
+    entry = daemon.wait_state(down, "completed", timeout=30)["history"][-1]
+    assert entry["firstByte"] < 0.5 and entry["total"] >= 1.5, entry

@@ -81,6 +81,7 @@ public final class CurlEasy {
             callback: { ptr, size, n, ud in
                 guard let ptr, let ud else { return 0 }
                 let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
+                if easy.firstResponseAt == nil { easy.firstResponseAt = CurlEasy.monotonicNow() }
                 let buffer = UnsafeRawBufferPointer(start: ptr, count: size * n)
                 return easy.onHeader?(buffer) == false ? 0 : size * n
             })
@@ -102,7 +103,20 @@ public final class CurlEasy {
     }
 
     /// Whether the handle is in ``CurlMulti``'s multi (added, not yet finished or removed).
-    var isInMulti = false
+    var isInMulti = false {
+        didSet { if isInMulti && addedAt == nil { addedAt = Self.monotonicNow() } }
+    }
+    /// When it was first added to the multi, and when the first line of a response came
+    /// (monotonic seconds): the time to the first byte received, which libcurl 7.88 gets wrong
+    /// for a request with a body (it stamps the first byte *sent*; fixed in curl 8.3).
+    private var addedAt: Double?
+    private var firstResponseAt: Double?
+
+    static func monotonicNow() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
 
     /// Whether a body callback asked to end the transfer since the last ``unpause()``.
     private(set) var endedByCallback = false
@@ -281,12 +295,19 @@ public final class CurlEasy {
     /// The redirect target libcurl computed from the response's `Location`.
     public var redirectURL: String? { info(string: CURLINFO_REDIRECT_URL) }
 
-    /// The timeline of the transfer (Alamofire's `Timeline`), in seconds.
+    /// The timeline of the transfer (Alamofire's `Timeline`), in seconds. `firstByte` is the time
+    /// to the response's first line, measured here (libcurl's `CURLINFO_STARTTRANSFER_TIME` is
+    /// the first byte sent for an upload); without a response, libcurl's, as before.
     public var timeline: CurlTimeline {
-        CurlTimeline(
+        let total = info(double: CURLINFO_TOTAL_TIME)
+        var firstByte = info(double: CURLINFO_STARTTRANSFER_TIME)
+        if let addedAt, let firstResponseAt {
+            // Clocks a few microseconds apart: never past libcurl's total.
+            firstByte = min(max(0, firstResponseAt - addedAt), total ?? .infinity)
+        }
+        return CurlTimeline(
             nameLookup: info(double: CURLINFO_NAMELOOKUP_TIME), connect: info(double: CURLINFO_CONNECT_TIME),
-            tls: info(double: CURLINFO_APPCONNECT_TIME), firstByte: info(double: CURLINFO_STARTTRANSFER_TIME),
-            total: info(double: CURLINFO_TOTAL_TIME))
+            tls: info(double: CURLINFO_APPCONNECT_TIME), firstByte: firstByte, total: total)
     }
 
     /// The PEM text of each certificate of the connection's chain (needs `inspectsCertificates`).
