@@ -104,6 +104,12 @@ final class CurlCommandRendererTests: XCTestCase {
         XCTAssertTrue(cmd.contains("-H 'Content-Type: application/octet-stream'"), cmd)
         XCTAssertTrue(cmd.contains("-H Expect:"), cmd)
         XCTAssertTrue(cmd.contains("-A aftransfer/\(AFTransferVersion.string)"), cmd)
+        // A user who asks for the 100-continue round trip gets it from the daemon, and here.
+        var asking = upload("off")
+        asking.request.headers = ["expect: 100-continue"]
+        let expecting = CurlCommandRenderer.render(asking)
+        XCTAssertFalse(expecting.contains("-H Expect:"), expecting)
+        XCTAssertTrue(expecting.contains("-H 'expect: 100-continue'"), expecting)
     }
 
     func testThatTextFormPartsAreFormStringsAndFilePartsNameTheirType() {

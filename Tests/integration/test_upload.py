@@ -492,3 +492,62 @@ def test_an_uploads_first_byte_is_the_first_byte_of_the_answer_not_of_the_body(d
     down = daemon.download(faultserver.url(size=1_000_000, key=key + "d", slow=500_000), "-o", daemon.work / "d.bin")
     entry = daemon.wait_state(down, "completed", timeout=30)["history"][-1]
     assert entry["firstByte"] < 0.5 and entry["total"] >= 1.5, entry
+
+
+def test_a_source_deleted_or_moved_away_while_it_is_sent_completes_as_it_was_queued(daemon, faultserver, key):
+    # The daemon reads from the descriptor it opened: the bytes sent are the file as queued, and
+    # the server accepted them. The job failed with source_changed ("no longer exists") after
+    # the server's 2xx. A file put in its place is still a change.
+    for how in ("deleted", "moved"):
+        src = daemon.work / f"{how}.bin"
+        data = os.urandom(1_000_000)
+        src.write_bytes(data)
+        id = daemon.upload(src, faultserver.url("/upload", key=f"{key}{how}", slow=1_000_000), "--resumable", "off")
+        daemon.wait_bytes(id, 100_000, timeout=20)
+        if how == "deleted":
+            src.unlink()
+        else:
+            src.rename(daemon.work / "elsewhere.bin")
+        job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+        assert job["state"] == "completed", job
+        assert job["sha256"] == hashlib.sha256(data).hexdigest(), job
+        assert faultserver.log(f"{key}{how}")[-1]["upload"]["sha256"] == job["sha256"]
+    src = daemon.work / "replaced.bin"
+    src.write_bytes(os.urandom(1_000_000))
+    id = daemon.upload(src, faultserver.url("/upload", key=f"{key}r", slow=1_000_000), "--resumable", "off")
+    daemon.wait_bytes(id, 100_000, timeout=20)
+    src.unlink()
+    src.write_bytes(os.urandom(1_000_001))
+    job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+    assert job["state"] == "failed" and job["error"]["code"] == "source_changed", job
+
+
+def test_a_users_expect_100_continue_is_sent_as_curl_sends_it(daemon, faultserver, key):
+    # The daemon's own empty Expect replaced the user's: accepted, silently not sent, while
+    # `aftransfer curl` showed it.
+    src = daemon.work / "expect.bin"
+    src.write_bytes(os.urandom(50_000))
+    id = daemon.upload(src, faultserver.url("/upload", key=key), "--resumable", "off", "-H", "Expect: 100-continue")
+    daemon.wait_state(id, "completed", timeout=20)
+    assert faultserver.log(key)[-1]["upload"]["expect"] == "100-continue"
+    assert "Expect:'" not in daemon.cli("curl", str(id), check=0).out
+    plain = daemon.upload(src, faultserver.url("/upload", key=key + "p"), "--resumable", "off")
+    daemon.wait_state(plain, "completed", timeout=20)
+    assert faultserver.log(key + "p")[-1]["upload"]["expect"] is None
+
+
+def test_a_response_file_that_appeared_meanwhile_keeps_the_servers_answer_in_the_part(daemon, faultserver, key):
+    # The server accepted the upload; its answer is the only copy. It was deleted with the part.
+    src = daemon.work / "late.bin"
+    src.write_bytes(os.urandom(600_000))
+    out = daemon.work / "answer.json"
+    id = daemon.upload(src, faultserver.url("/upload", key=key, slow=300_000), "--resumable", "off",
+                       "--response", out)
+    daemon.wait_bytes(id, 50_000, timeout=20)
+    out.write_text("mine\n")
+    job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+    assert job["state"] == "failed" and job["error"]["code"] == "destination_exists", job
+    assert out.read_text() == "mine\n", "the file that appeared is left alone"
+    part = daemon.work / "answer.json.aftpart"
+    assert str(part) in job["error"]["message"], job
+    assert json.loads(part.read_text())["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()

@@ -53,8 +53,10 @@ public enum CurlCommandRenderer {
                 if !given { args += ["-H", "Content-Type: \(MIMEType.guess(forPath: src))"] }
             }
             for spec in req.form ?? [] { args += formArguments(spec) }
-            // No 100-continue round trip, as the daemon sends it.
-            args += ["-H", "Expect:"]
+            // No 100-continue round trip, as the daemon sends it, unless the user asks for one.
+            if !(req.headers ?? []).contains(where: { (try? HeaderField.parse($0))?.isExpect == true }) {
+                args += ["-H", "Expect:"]
+            }
             let method = r.firstMethod
             if (req.form == nil && method != "PUT") || (req.form != nil && method != "POST") { args += ["-X", method] }
             args += resumableHeaders(r, mode: mode)

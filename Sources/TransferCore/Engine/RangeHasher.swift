@@ -28,10 +28,13 @@ final class RangeHasher {
     private var waiters: [(end: Int64, done: (Bool) -> Void)] = []
 
     /// A hasher of the file at `path`, which is opened for reading when bytes must be read back;
-    /// a failure to open it then shows as a failed digest.
-    init(loop: EventLoop, path: String) {
+    /// a failure to open it then shows as a failed digest. With `openingNow` (an upload's
+    /// source, which exists), it is opened at once: the file read back is the one being sent,
+    /// even if it is deleted or moved away meanwhile.
+    init(loop: EventLoop, path: String, openingNow: Bool = false) {
         self.loop = loop
         self.path = path
+        if openingNow { fd = open(path, O_RDONLY | O_CLOEXEC) }
     }
 
     deinit { if fd >= 0 { Glibc.close(fd) } }

@@ -267,8 +267,10 @@ final class UploadTask: TransferTask {
     }
 
     override func extraHeaders() -> [String] {
-        // An empty Expect: no 100-continue round trip before the body.
-        ["Expect:"] + (request?.headers ?? ["Content-Type: \(contentType)"])
+        // An empty Expect: no 100-continue round trip before the body, unless the user asks for
+        // one (`-H 'Expect: 100-continue'`, as curl sends it).
+        let userExpect = (record.request.headers ?? []).contains { (try? HeaderField.parse($0))?.isExpect == true }
+        return (userExpect ? [] : ["Expect:"]) + (request?.headers ?? ["Content-Type: \(contentType)"])
     }
 
     // MARK: - Requests
@@ -319,17 +321,25 @@ final class UploadTask: TransferTask {
     /// SPEC: the source file is checked (size, mtime) before every append, and before and after
     /// its digest is read back; a form's file parts, each against its own stamp, once the last
     /// byte was read.
-    private func checkSourceUnchanged() throws {
+    /// - Parameter goneIsUnchanged: a file no longer at its path passes (after the payload was
+    ///   read whole: the body stream checked each file's size and mtime on its open descriptor
+    ///   when its last byte was read, so a source deleted or moved away meanwhile was sent as it
+    ///   was queued; a file put in its place is a change).
+    private func checkSourceUnchanged(goneIsUnchanged: Bool = false) throws {
+        func look(at path: String) throws -> stat? {
+            if goneIsUnchanged, access(path, F_OK) != 0, errno == ENOENT || errno == ENOTDIR { return nil }
+            return try statSource(path)
+        }
         guard let source = record.request.source else {
             for stamp in record.sources ?? [] {
-                let st = try statSource(stamp.path)
+                guard let st = try look(at: stamp.path) else { continue }
                 if stamp.size != Int64(st.st_size) || stamp.mtime != Self.modificationTime(st) {
                     throw sourceChanged(stamp.path)
                 }
             }
             return
         }
-        let st = try statSource(source)
+        guard let st = try look(at: source) else { return }
         if let recorded = record.sourceSize, recorded != Int64(st.st_size) { throw sourceChanged(source) }
         if let recorded = record.sourceMtime, recorded != Self.modificationTime(st) { throw sourceChanged(source) }
     }
@@ -465,7 +475,8 @@ final class UploadTask: TransferTask {
             hasher = Sha256()
             fileHasher?.close()
             fileHasher =
-                verifiedDigest == nil ? record.request.source.map { RangeHasher(loop: engine.loop, path: $0) } : nil
+                verifiedDigest == nil
+                ? record.request.source.map { RangeHasher(loop: engine.loop, path: $0, openingNow: true) } : nil
         }
         bytes = start
     }
@@ -574,23 +585,26 @@ final class UploadTask: TransferTask {
             fileHasher = RangeHasher(loop: engine.loop, path: source)
         }
         guard let fileHasher else {
-            // Hashed as it was read (a form): the files are still the ones sent, or it failed.
-            do { try checkSourceUnchanged() } catch {
+            // Hashed as it was read: the files at their paths are still the ones sent (or gone,
+            // which changed nothing sent), or it failed.
+            do { try checkSourceUnchanged(goneIsUnchanged: true) } catch {
                 complete(failure: TransferError.from(error, retryable: false))
                 return
             }
             finish(digest: hasher.finalizeHex(), report: report)
             return
         }
-        // The digest is read back from the file: it is the payload's only if the file is still
-        // the one sent. Checked before the read (a change after the last byte was read for
-        // sending) and after it (a change while it was read back).
-        do { try checkSourceUnchanged() } catch {
+        // The digest is read back from the file (what the reads for sending did not feed it): it
+        // is the payload's only if the file is still the one sent. Checked before the read (a
+        // change after the last byte was read for sending) and after it (a change while it was
+        // read back). A file gone from its path changed nothing sent; if bytes must be read back
+        // from it, that read fails.
+        do { try checkSourceUnchanged(goneIsUnchanged: true) } catch {
             complete(failure: TransferError.from(error, retryable: false))
             return
         }
         fileHasher.finish(at: bytes) { digest in
-            do { try self.checkSourceUnchanged() } catch {
+            do { try self.checkSourceUnchanged(goneIsUnchanged: true) } catch {
                 self.discard()
                 report(
                     .failed(
@@ -629,12 +643,19 @@ final class UploadTask: TransferTask {
                     report(.completed(sha256: digest))
                     return
                 }
-                unlink(part.path)
+                guard error.code == .destinationExists else {
+                    unlink(part.path)
+                    report(.failed(error, retryAfter: nil))
+                    return
+                }
+                // A file that appeared there meanwhile is not replaced; the server's answer, the
+                // only copy of it (the upload was accepted), stays in the part for the user.
                 report(
                     .failed(
-                        error.code == .destinationExists
-                            ? TransferError(.destinationExists, "\(path) exists (use --replace)", retryable: false)
-                            : error,
+                        TransferError(
+                            .destinationExists,
+                            "\(path) exists (use --replace); the server's answer is kept in \(part.path)",
+                            retryable: false),
                         retryAfter: nil))
             }
         }

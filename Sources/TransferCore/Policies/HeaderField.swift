@@ -75,6 +75,9 @@ public struct HeaderField: Equatable, Sendable {
         return HeaderField(name: name, value: String(trimmed))
     }
 
+    /// Whether this is an `Expect` field (any case).
+    var isExpect: Bool { name.lowercased() == "expect" }
+
     /// Whether the value is a secret (`Authorization`, `Proxy-Authorization`, `Cookie`, in any
     /// case) that is printed as `***`.
     public var isSecret: Bool {
