@@ -5,6 +5,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -209,13 +210,24 @@ def test_the_printed_curl_command_takes_the_rate_in_a_form_curl_accepts(daemon, 
     assert (daemon.work / "c.bin").read_bytes() == (daemon.work / "r.bin").read_bytes()
 
 
+def test_the_printed_curl_command_of_a_download_with_create_dirs_creates_them(daemon, faultserver, key):
+    # --create-dirs was printed only while the name was unknown (`-O -J`), not with `-o`.
+    dest = daemon.work / "new" / "sub" / "f.bin"
+    id = daemon.download(faultserver.url(size=1000, key=key), "-o", dest, "--create-dirs", "--wait")
+    command = daemon.cli("curl", id, check=0).out.strip().replace(key, key + "-curl")
+    shutil.rmtree(daemon.work / "new")
+    r = subprocess.run(["sh", "-c", command + " -s"], cwd=daemon.work, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (command, r.stderr)
+    assert dest.stat().st_size == 1000
+
+
 def _received(faultserver, key):
     upload = faultserver.log(key)[-1]["upload"]
     parts = [{k: p.get(k) for k in ("name", "filename", "contentType", "sha256")} for p in upload["parts"] or []]
     return upload["contentType"], upload["sha256"] if not parts else None, parts
 
 
-@pytest.mark.parametrize("kind", ["file", "form", "comma"])
+@pytest.mark.parametrize("kind", ["file", "form", "comma", "slash", "glob"])
 def test_the_printed_curl_command_sends_what_the_daemon_sent(daemon, faultserver, key, kind):
     # Run the command `aftransfer curl` prints, against a fresh key: the server must see the same
     # body (or the same parts), content type included. Text parts are --form-string: with -F,
@@ -230,6 +242,14 @@ def test_the_printed_curl_command_sends_what_the_daemon_sent(daemon, faultserver
         odd = daemon.work / "x,y.txt"
         odd.write_text("data with a comma in its name\n")
         args = ["--form", f"doc=@{odd}", faultserver.url("/upload", key=key)]
+    elif kind == "slash":
+        # curl -T adds the file's name to a URL ending in `/`; the daemon sends to the URL given.
+        args = [photo, faultserver.url("/up/dir/", key=key), "--resumable", "off"]
+    elif kind == "glob":
+        # curl globs `[]` and `{}` in a URL and a -T file name unless --globoff.
+        globbed = daemon.work / "g{a,b}[1-2].bin"
+        globbed.write_bytes(os.urandom(500))
+        args = [globbed, faultserver.url("/up/{x,y}[1-2]", key=key), "--resumable", "off"]
     else:
         args = ["--form", "title=<lt.txt", "--form", "msg=a;b", "--form", f"pic=@{photo}",
                 faultserver.url("/upload", key=key)]
@@ -240,6 +260,7 @@ def test_the_printed_curl_command_sends_what_the_daemon_sent(daemon, faultserver
     assert r.returncode == 0, (command, r.stderr)
     daemons = _received(faultserver, key)
     curls = _received(faultserver, key + "-curl")
+    assert [e["path"] for e in faultserver.log(key + "-curl")] == [e["path"] for e in faultserver.log(key)], command
     if kind == "comma":
         assert daemons[2] == curls[2] and [p["filename"] for p in curls[2]] == ["x,y.txt"], (command, curls)
     elif kind == "form":

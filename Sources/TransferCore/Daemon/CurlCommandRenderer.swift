@@ -31,7 +31,8 @@ public enum CurlCommandRenderer {
     /// Renders `curl …` for the stored job.
     public static func render(_ r: JobRecord) -> String {
         let req = r.request
-        var args = ["curl", "--fail", "--location", "--proto", "=http,https", "--max-redirs", "10"]
+        // --globoff: `[]` and `{}` in a URL or a file name are themselves, as for the daemon.
+        var args = ["curl", "--globoff", "--fail", "--location", "--proto", "=http,https", "--max-redirs", "10"]
         // From https, every hop stays https (SPEC: never https→http), as the daemon follows them.
         if r.url.lowercased().hasPrefix("https:") { args += ["--proto-redir", "=https"] }
         args += ["-A", "aftransfer/\(AFTransferVersion.string)"]
@@ -39,6 +40,7 @@ public enum CurlCommandRenderer {
             args += ["-H", "Accept-Encoding: identity"]
             if let dest = r.destination {
                 args += ["-C", "-", "-o", dest]
+                if req.createDirs == true { args.append("--create-dirs") }
             } else {
                 args += ["-O", "-J"]
                 if let dir = req.directory { args += ["--output-dir", dir] }
@@ -48,6 +50,9 @@ public enum CurlCommandRenderer {
             let mode = req.resumableMode
             if let src = req.source, mode != .tus {
                 args += ["-T", src]
+                // curl adds the file's name to a URL whose path is empty or ends with `/`; the
+                // daemon sends to the URL as given.
+                if let target = requestTargetCurlWouldChange(r.url) { args += ["--request-target", target] }
                 // The type the daemon sends (never libcurl's default), unless a -H gives one.
                 let given = (req.headers ?? []).contains { $0.lowercased().hasPrefix("content-type:") }
                 if !given { args += ["-H", "Content-Type: \(MIMEType.guess(forPath: src))"] }
@@ -94,6 +99,15 @@ public enum CurlCommandRenderer {
         if req.insecure == true { args.append("--insecure") }
         args.append(url)
         return args.map(quote).joined(separator: " ")
+    }
+
+    /// The request target (`/path?query`) of an upload URL whose path is empty or ends with `/`
+    /// (to which `curl -T FILE` would add FILE's name), or nil.
+    static func requestTargetCurlWouldChange(_ url: String) -> String? {
+        guard let comps = URLComponents(string: url) else { return nil }
+        let path = comps.percentEncodedPath
+        guard path.isEmpty || path.hasSuffix("/") else { return nil }
+        return (path.isEmpty ? "/" : path) + (comps.percentEncodedQuery.map { "?" + $0 } ?? "")
     }
 
     /// One `--form` part as curl takes it: a text part with `--form-string` (with `-F`, curl would
