@@ -236,3 +236,17 @@ def test_delete_files_of_an_old_job_keeps_the_file_a_newer_job_put_there(daemon,
     assert dest.exists() and sha256_file(dest) == faultserver.sha256(5000, "n")
     daemon.cli("remove", new, "--delete-files", check=0)
     assert not dest.exists(), "its own file is deleted"
+
+
+def test_delete_files_keeps_an_older_file_of_the_same_size_put_in_the_downloads_place(daemon, faultserver, key):
+    # A restored backup (`mv`, `cp -p`, `rsync -t`: an older mtime) of the same size as the
+    # download was deleted: size and "not written after completion" were all that was compared.
+    dest = daemon.work / "backup.bin"
+    id = daemon.download(faultserver.url(size=4096, seed="b", key=key), "-o", dest, "--wait")
+    backup = daemon.work / "old-backup.bin"
+    backup.write_bytes(os.urandom(4096))
+    os.utime(backup, (1_600_000_000, 1_600_000_000))
+    backup.replace(dest)
+    daemon.cli("remove", id, "--delete-files", check=0)
+    assert dest.exists() and dest.stat().st_mtime == 1_600_000_000, "the restored file is kept"
+    assert "not this download's file any more" in daemon.log_path.read_text()

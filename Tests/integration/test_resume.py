@@ -294,3 +294,35 @@ def test_a_resume_answered_in_short_206s_asks_for_the_rest_in_the_same_attempt_a
     assert job["attempts"] <= 3, job  # the cut, the attempt killed, the one after the restart
     assert all(e["error"] is None or e["error"]["code"] != "network" or "partial" not in e["error"]["message"]
                for e in job["history"][1:]), job["history"]
+
+
+def test_bytes_written_into_a_failed_or_paused_part_are_cut_back_not_spliced_in(daemon, faultserver, key):
+    # SPEC: a transfer continues from its last durable checkpoint. A restart cut the part back to
+    # it; `retry` and `resume` in the same daemon continued from the part's size, so bytes that
+    # something else appended to it were spliced into the finished file.
+    size = 1_000_000
+    url = faultserver.url(size=size, seed="spliced", key=key, drop=300_000, times=1)
+    dest = daemon.work / "spliced.bin"
+    part = daemon.work / "spliced.bin.aftpart"
+    id = daemon.download(url, "-o", dest, "--retries", "0")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert part.stat().st_size == job["bytes"] == 300_000, job
+    with open(part, "ab") as f:
+        f.write(b"x" * 5000)
+    daemon.cli("retry", str(id), check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert dest.read_bytes() == faultserver.data(size, "spliced")
+    assert range_start(faultserver.log(key)[-1]["range"]) == 300_000
+
+    slow = faultserver.url(size=size, seed="paused", key=key + "p", slow=200_000)
+    dest = daemon.work / "paused.bin"
+    id = daemon.download(slow, "-o", dest)
+    daemon.wait_bytes(id, 200_000, timeout=30)
+    daemon.cli("pause", str(id), check=0)
+    held = daemon.wait_state(id, "paused", timeout=30)["bytes"]
+    with open(daemon.work / "paused.bin.aftpart", "ab") as f:
+        f.write(b"y" * 3000)
+    daemon.cli("resume", str(id), check=0)
+    daemon.wait_state(id, "completed", timeout=30)
+    assert dest.read_bytes() == faultserver.data(size, "paused")
+    assert range_start(faultserver.log(key + "p")[-1]["range"]) == held

@@ -142,12 +142,24 @@ final class DownloadTask: TransferTask {
         try startHop()
     }
 
-    /// Checks (or creates) the directory and opens an existing part; `offset` is its size.
+    /// Checks (or creates) the directory and opens an existing part; `offset` is its size, cut
+    /// back to the last checkpoint (one connection's part; a segmented one's ranges each resume
+    /// from their own).
     private func openExistingPart(for dest: Destination) throws {
         try useDestination(dest)
         var st = stat()
         guard stat(dest.partPath, &st) == 0 else { return }
         try openPart(dest.partPath, fresh: false)
+        let durable = record.durableBytes
+        if record.segments == nil, offset > durable, let part {
+            // Every stop and failure checkpoints the whole part, so bytes past the checkpoint
+            // were written by something else while the job was paused or failed: they are not
+            // the server's, and would be spliced in. Cut back, as a restart does.
+            let rc = part.truncate(to: durable)
+            if rc != 0 { throw FileErrors.error(rc, "cannot cut \(part.path) back to its checkpoint") }
+            Log.info("the part held \(offset - durable) bytes past its checkpoint: cut back to \(durable)", job: jobId)
+            offset = durable
+        }
     }
 
     /// Writes to `dest`'s part from now on, none open yet. The directory is created here with

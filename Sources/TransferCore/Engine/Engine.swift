@@ -906,9 +906,13 @@ public final class Engine: AttemptHost {
         var st = stat()
         guard lstat(dest, &st) == 0 else { return }
         let modified = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+        // Its own: a regular file of its size, last written while the job ran — after it was
+        // queued (a second's slack for the stored time's rounding; an older file of the same size
+        // put there, such as a restored backup, is kept) and not after it completed.
         let own =
             scheduler.holder(of: dest, except: id) == nil && (st.st_mode & S_IFMT) == S_IFREG
-            && Int64(st.st_size) == r.durableBytes && r.completedAt.map { modified <= $0 } ?? true
+            && Int64(st.st_size) == r.durableBytes && modified >= r.createdAt - 1
+            && r.completedAt.map { modified <= $0 } ?? true
         guard own else {
             Log.info("kept \(dest): it is not this download's file any more", job: id)
             return
