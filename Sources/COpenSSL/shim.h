@@ -1,7 +1,10 @@
 #ifndef AFT_COPENSSL_SHIM_H
 #define AFT_COPENSSL_SHIM_H
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/sha.h>
+#include <openssl/x509.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <errno.h>
@@ -24,5 +27,27 @@ static inline int aft_sha256_update_fd(EVP_MD_CTX *ctx, int fd, long long start,
     }
     free(buf);
     return rc;
+}
+/// The PEM certificates in `data` (`len` bytes) that OpenSSL reads, as libcurl's `--cacert`
+/// does: their count, or -1 when a `BEGIN CERTIFICATE` block cannot be read. Text outside the
+/// blocks and other kinds of blocks are skipped. Leaves OpenSSL's error queue empty.
+static inline int aft_pem_certificate_count(const void *data, int len) {
+    BIO *bio = BIO_new_mem_buf(data, len);
+    if (bio == NULL) return -1;
+    int n = 0;
+    for (;;) {
+        X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+        if (x == NULL) {
+            unsigned long e = ERR_peek_last_error();
+            int atEnd = ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
+            if (!atEnd) n = -1;
+            break;
+        }
+        X509_free(x);
+        n++;
+    }
+    ERR_clear_error();
+    BIO_free(bio);
+    return n;
 }
 #endif

@@ -1,5 +1,6 @@
 """Bad input (SPEC "Security"): clear errors, exit 2, nothing queued, and the daemon carries on."""
 
+import base64
 import json
 import os
 import random
@@ -116,6 +117,29 @@ def test_a_certificate_file_without_a_pem_certificate_is_refused_at_once(daemon,
     not_pem.write_text('{"not": "a certificate"}')
     r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "x", option, not_pem)
     assert_refused(daemon, r, mention="no PEM certificate")
+
+
+@pytest.mark.parametrize("option", ["--cacert", "--pin-cert"])
+def test_a_certificate_file_with_a_damaged_pem_certificate_is_refused_at_once(daemon, faultserver, key, option):
+    # Its markers were enough: the job was queued, then failed every attempt with `tls`.
+    damaged = daemon.work / "damaged.pem"
+    damaged.write_text("-----BEGIN CERTIFICATE-----\nAAAAbroken\n-----END CERTIFICATE-----\n")
+    r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "x", option, damaged)
+    assert_refused(daemon, r, mention="cannot be read")
+    # Over the RPC too (the daemon checks what the CLI checks).
+    resp = daemon.rpc("transfer.add", {"url": faultserver.url(key=key), "destination": str(daemon.work / "y"),
+                                       "cacert" if option == "--cacert" else "pinCert": str(damaged)})
+    assert resp["error"]["code"] == -32602 and "cannot be read" in resp["error"]["message"], resp
+    assert daemon.jobs() == []
+
+
+@pytest.mark.parametrize("pins", [" sha256//PIN", "sha256//PIN ", "sha256//PIN; sha256//PIN"],
+                         ids=["leading", "trailing", "after-semicolon"])
+def test_a_pin_list_with_spaces_is_refused_since_libcurl_would_never_match_it(daemon, faultserver, key, pins):
+    pin = base64.b64encode(bytes(range(32))).decode()
+    r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "x", "--pin-pubkey",
+                   pins.replace("PIN", pin))
+    assert_refused(daemon, r, mention="no spaces")
 
 
 def test_a_path_that_is_not_utf8_is_refused_and_never_names_another_file(daemon, faultserver, key):

@@ -404,12 +404,12 @@ public enum RequestValidator {
     private static func validatePinPubkey(_ value: String) throws {
         let pins = value.split(separator: ";", omittingEmptySubsequences: false)
         for pin in pins {
-            let pin = pin.trimmingCharacters(in: .whitespaces)
+            // No spaces: libcurl compares each pin as written, so " sha256//…" would never match.
             guard pin.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(pin.dropFirst(8))),
                 digest.count == 32
             else {
                 throw invalid(
-                    "pinPubkey: each pin must be sha256// followed by the base64 of 32 bytes, separated by ';'")
+                    "pinPubkey: each pin must be sha256// followed by the base64 of 32 bytes, separated by ';' (no spaces)")
             }
         }
     }
@@ -454,6 +454,10 @@ public enum RequestValidator {
         let data = (try? handle.read(upToCount: certificateFileLimit)) ?? Data()
         guard !PinnedCertificate.pemBodies(String(decoding: data, as: UTF8.self)).isEmpty else {
             throw invalid("\(field): \(printable(path)) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        }
+        // (A file past the limit was read in part: its last block may be cut, not damaged.)
+        guard data.count >= certificateFileLimit || (PEMCertificates.count(in: Array(data)) ?? 0) > 0 else {
+            throw invalid("\(field): \(printable(path)) holds a PEM certificate that cannot be read (damaged)")
         }
     }
 
