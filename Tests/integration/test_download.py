@@ -484,6 +484,17 @@ def test_a_redirect_chain_is_followed(daemon, faultserver, key):
     assert [e["status"] for e in faultserver.log(key)] == [302, 302, 302, 200]
 
 
+def test_a_redirect_to_a_host_that_never_answers_leaves_the_redirect_as_the_last_status(daemon, faultserver, key):
+    # SPEC: httpStatus is the last response's status. The hop after a 302 failed before any
+    # answer (here a refused connection; an outside audit saw it with a bad certificate), and the
+    # job showed null.
+    url = faultserver.url(key=key, redirect="http://127.0.0.1:1/nowhere", code=302)
+    id = daemon.download(url, "-o", daemon.work / "r.bin", "--retries", "0")
+    job = daemon.wait_state(id, "failed", timeout=30)
+    assert job["error"]["code"] == "network", job
+    assert job["httpStatus"] == 302 and job["history"][-1]["httpStatus"] == 302, job
+
+
 def test_ten_redirects_are_followed_and_eleven_fail_with_redirect(daemon, faultserver, key):
     ok = daemon.download(faultserver.url(size=10, key=key + "a", chain=10), "-o", daemon.work / "ten")
     bad = daemon.download(faultserver.url(size=10, key=key + "b", chain=11), "-o", daemon.work / "eleven")

@@ -78,7 +78,7 @@ extension Engine {
             listing.history = r.history.count > t.historySeq ? r.history : r.history + [t.historyEntry]
             guard r.state == .running else { return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id]) }
             let progress = live(t)
-            listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress, status: t.lastStatus)
+            listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress, status: t.responseStatus)
             return JobSnapshot(listing, live: progress, lastBytes: lastBytes[id])
         }
         return JobSnapshot(listing, live: nil, lastBytes: lastBytes[id])
@@ -104,7 +104,7 @@ extension Engine {
                 listing.history = l.history
                 guard t.record.state == .running else { return JobSnapshot(listing, live: nil) }
                 let progress = live(t)
-                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress, status: t.lastStatus)
+                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress, status: t.responseStatus)
                 return JobSnapshot(listing, live: progress)
             }
             var l = l

@@ -519,7 +519,7 @@ public final class Engine: AttemptHost {
     func recordAttemptBytes(_ id: Int64, _ durable: Int64) {
         if let task = tasks[id], task.historyEntry.endedAt == nil {
             task.historyEntry.bytes = durable
-            if let status = task.lastStatus { task.historyEntry.httpStatus = status }
+            if let status = task.responseStatus { task.historyEntry.httpStatus = status }
             batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
         }
     }
@@ -760,7 +760,7 @@ public final class Engine: AttemptHost {
         let id = task.jobId
         ending[id]?.putHistory(task.historyEntry, at: task.historySeq)
         vanishing[id]?.putHistory(task.historyEntry, at: task.historySeq)
-        if let status = task.lastStatus {
+        if let status = task.responseStatus {
             var p = JobPatch()
             p.httpStatus = .some(status)
             write(task.jobId, p)

@@ -302,6 +302,7 @@ class TransferTask {
             case .success(let next):
                 if !RedirectPolicy.sameOrigin(currentURL, next) { sendCredentials = false }
                 Log.info("redirect \(s) to \(URLRedaction.redact(next))", job: jobId)
+                redirectStatus = s
                 redirectsFollowed += 1
                 currentURL = next
                 do { try startHop() } catch {
@@ -324,6 +325,7 @@ class TransferTask {
     /// redirects are counted afresh, credentials go along only to the job's origin.
     func startRequest(url: String) throws {
         redirectsFollowed = 0
+        redirectStatus = nil
         sendCredentials = RedirectPolicy.sameOrigin(record.url, url)
         currentURL = url
         try startHop()
@@ -342,6 +344,7 @@ class TransferTask {
         // The entry's status and timeline are its own request's: none until it is sent (a source
         // found changed before an append ends the attempt in an entry with neither).
         status = nil
+        redirectStatus = nil
         entrySent = false
         engine.recordHistory(self)
     }
@@ -374,7 +377,7 @@ class TransferTask {
             historyEntry.total = t.total
         }
         historyEntry.endedAt = Timestamp.rfc3339(Timestamp.now())
-        historyEntry.httpStatus = lastStatus
+        historyEntry.httpStatus = responseStatus
         historyEntry.bytes = bytes
         historyEntry.error = error
     }
@@ -389,7 +392,12 @@ class TransferTask {
     /// query, before its append): the attempt's last response until the request in flight has one.
     private(set) var earlierStatus: Int?
     /// The attempt's last response status (the job object's `httpStatus` while it runs).
-    var attemptStatus: Int? { lastStatus ?? earlierStatus }
+    var attemptStatus: Int? { responseStatus ?? earlierStatus }
+    /// The last final response of the request under way: its hop's, else the redirect that led
+    /// to it (a next hop that fails before it answers, say its TLS, leaves that one the last).
+    var responseStatus: Int? { lastStatus ?? redirectStatus }
+    /// The status of the last redirect this request followed, nil before one.
+    private var redirectStatus: Int?
     /// The status of the response being read, interim (1xx) ones included.
     var currentStatus: Int? { status }
 
