@@ -104,7 +104,8 @@ extension Engine {
                 listing.history = l.history
                 guard t.record.state == .running else { return JobSnapshot(listing, live: nil) }
                 let progress = live(t)
-                listing.history = Self.withOpenEntry(listing.history, at: t.historySeq, progress, status: t.responseStatus)
+                listing.history = Self.withOpenEntry(
+                    listing.history, at: t.historySeq, progress, status: t.responseStatus)
                 return JobSnapshot(listing, live: progress)
             }
             var l = l

@@ -409,7 +409,8 @@ public enum RequestValidator {
                 digest.count == 32
             else {
                 throw invalid(
-                    "pinPubkey: each pin must be sha256// followed by the base64 of 32 bytes, separated by ';' (no spaces)")
+                    "pinPubkey: each pin must be sha256// followed by the base64 of 32 bytes, separated by ';' (no spaces)"
+                )
             }
         }
     }
