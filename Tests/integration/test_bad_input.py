@@ -111,25 +111,22 @@ def test_one_digest_for_a_whole_list_is_refused(daemon, faultserver, key):
     assert_refused(daemon, r, mention="--sha256 cannot be used with -i")
 
 
+@pytest.mark.parametrize("content,says", [
+    ('{"not": "a certificate"}', "no PEM certificate"),
+    # Markers around a body that is no certificate: queued, it failed every attempt with `tls`.
+    ("-----BEGIN CERTIFICATE-----\nAAAAbroken\n-----END CERTIFICATE-----\n", "cannot be read"),
+], ids=["not-pem", "damaged"])
 @pytest.mark.parametrize("option", ["--cacert", "--pin-cert"])
-def test_a_certificate_file_without_a_pem_certificate_is_refused_at_once(daemon, faultserver, key, option):
-    not_pem = daemon.work / "not.pem"
-    not_pem.write_text('{"not": "a certificate"}')
-    r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "x", option, not_pem)
-    assert_refused(daemon, r, mention="no PEM certificate")
-
-
-@pytest.mark.parametrize("option", ["--cacert", "--pin-cert"])
-def test_a_certificate_file_with_a_damaged_pem_certificate_is_refused_at_once(daemon, faultserver, key, option):
-    # Its markers were enough: the job was queued, then failed every attempt with `tls`.
-    damaged = daemon.work / "damaged.pem"
-    damaged.write_text("-----BEGIN CERTIFICATE-----\nAAAAbroken\n-----END CERTIFICATE-----\n")
-    r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "x", option, damaged)
-    assert_refused(daemon, r, mention="cannot be read")
+def test_a_certificate_file_without_a_readable_pem_certificate_is_refused_at_once(daemon, faultserver, key, option,
+                                                                                   content, says):
+    bad = daemon.work / "bad.pem"
+    bad.write_text(content)
+    r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "x", option, bad)
+    assert_refused(daemon, r, mention=says)
     # Over the RPC too (the daemon checks what the CLI checks).
     resp = daemon.rpc("transfer.add", {"url": faultserver.url(key=key), "destination": str(daemon.work / "y"),
-                                       "cacert" if option == "--cacert" else "pinCert": str(damaged)})
-    assert resp["error"]["code"] == -32602 and "cannot be read" in resp["error"]["message"], resp
+                                       "cacert" if option == "--cacert" else "pinCert": str(bad)})
+    assert resp["error"]["code"] == -32602 and says in resp["error"]["message"], resp
     assert daemon.jobs() == []
 
 
