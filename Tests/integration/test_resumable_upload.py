@@ -791,3 +791,16 @@ def test_a_running_uploads_status_is_its_attempts_offset_answer_while_the_append
     assert job["httpStatus"] == head["httpStatus"], (job["httpStatus"], job["history"])
     assert job["history"][-1]["httpStatus"] is None, "the append in flight has no answer yet"
     daemon.wait_state(id, "completed", timeout=60)
+
+
+def test_an_ietf_uploads_first_byte_is_its_answer_not_the_104(daemon, ietf):
+    # The 104 comes before the body is read; the answer after it. Time to "first byte" was the
+    # 104's (and, before that, libcurl's first byte *sent*): about 0 for a 2 s upload.
+    src = daemon.work / "timed.bin"
+    write_random_file(src, 1_000_000)
+    key = ietf.key()
+    id = daemon.upload(src, ietf.url(key, rate=500_000))
+    job = daemon.wait_state(id, "completed", timeout=30)
+    first = job["history"][0]
+    assert job["uploadUrl"] and first["httpStatus"] in (200, 201, 204), job
+    assert first["firstByte"] >= 1.2 and first["firstByte"] <= first["total"], first

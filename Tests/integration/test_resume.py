@@ -292,6 +292,9 @@ def test_a_resume_answered_in_short_206s_asks_for_the_rest_in_the_same_attempt_a
     assert answers[0] == (None, 200) and all(status == 206 for _, status in answers[1:]), answers
     assert len(answers) >= 1 + (size - 300_000) // cap, answers  # every resumed byte in capped answers
     assert job["attempts"] <= 3, job  # the cut, the attempt killed, the one after the restart
+    # The last attempt's timing covers all its capped requests (each ~0.5 s), not the last one's.
+    last = job["history"][-1]
+    assert last["total"] >= 1.0 and last["bytes"] == size, last
     assert all(e["error"] is None or e["error"]["code"] != "network" or "partial" not in e["error"]["message"]
                for e in job["history"][1:]), job["history"]
 
@@ -326,3 +329,17 @@ def test_bytes_written_into_a_failed_or_paused_part_are_cut_back_not_spliced_in(
     daemon.wait_state(id, "completed", timeout=30)
     assert dest.read_bytes() == faultserver.data(size, "paused")
     assert range_start(faultserver.log(key + "p")[-1]["range"]) == held
+
+
+def test_a_short_answer_then_a_shorter_file_writes_only_the_new_file(daemon, faultserver, key):
+    # A small file held in memory: its first answer (`bytes=0-`, as -x 2 asks) is capped; the
+    # request for the rest finds the file shorter (a 206 of another length: started over from
+    # byte 0). The held bytes of the first answer were written under the new, shorter file, and
+    # stayed past its end.
+    size = 200_000
+    url = faultserver.url(size=size, seed="held", key=key, rangecap=100_000, shrinkafter=1, shrinkto=50_000)
+    dest = daemon.work / "held.bin"
+    id = daemon.download(url, "-o", dest, "-x", "2", "--retries", "0")
+    job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+    assert job["state"] == "completed", (job, [(e["range"], e["status"]) for e in faultserver.log(key)])
+    assert dest.read_bytes() == faultserver.data(50_000, "held.short")

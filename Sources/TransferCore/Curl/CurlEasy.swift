@@ -81,8 +81,10 @@ public final class CurlEasy {
             callback: { ptr, size, n, ud in
                 guard let ptr, let ud else { return 0 }
                 let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
-                if easy.firstResponseAt == nil { easy.firstResponseAt = CurlEasy.monotonicNow() }
                 let buffer = UnsafeRawBufferPointer(start: ptr, count: size * n)
+                if easy.firstResponseAt == nil, CurlEasy.isFinalStatusLine(buffer) {
+                    easy.firstResponseAt = CurlEasy.monotonicNow()
+                }
                 return easy.onHeader?(buffer) == false ? 0 : size * n
             })
         set(CURLOPT_WRITEDATA, pointer: me)
@@ -106,11 +108,22 @@ public final class CurlEasy {
     var isInMulti = false {
         didSet { if isInMulti && addedAt == nil { addedAt = Self.monotonicNow() } }
     }
-    /// When it was first added to the multi, and when the first line of a response came
-    /// (monotonic seconds): the time to the first byte received, which libcurl 7.88 gets wrong
-    /// for a request with a body (it stamps the first byte *sent*; fixed in curl 8.3).
+    /// When it was first added to the multi, and when the status line of the final response came
+    /// (monotonic seconds): the time to the answer, which libcurl 7.88 gets wrong for a request
+    /// with a body (it stamps the first byte *sent*; fixed in curl 8.3). It includes a wait for a
+    /// free connection to the host (`--max-per-host`), which libcurl's own timers leave out.
     private var addedAt: Double?
     private var firstResponseAt: Double?
+
+    /// Whether `line` is the status line of a final response (`HTTP/1.1 200 OK`), not of an
+    /// interim one (`100 Continue`, an upload's `104`), which may come long before the answer.
+    static func isFinalStatusLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard line.count >= 8, line.starts(with: "HTTP/".utf8), let space = line.firstIndex(of: 0x20),
+            space + 1 < line.count
+        else { return false }
+        let first = line[space + 1]
+        return first >= UInt8(ascii: "2") && first <= UInt8(ascii: "9")
+    }
 
     static func monotonicNow() -> Double {
         var t = timespec()
@@ -296,7 +309,7 @@ public final class CurlEasy {
     public var redirectURL: String? { info(string: CURLINFO_REDIRECT_URL) }
 
     /// The timeline of the transfer (Alamofire's `Timeline`), in seconds. `firstByte` is the time
-    /// to the response's first line, measured here (libcurl's `CURLINFO_STARTTRANSFER_TIME` is
+    /// to the final response's status line, measured here (libcurl's `CURLINFO_STARTTRANSFER_TIME` is
     /// the first byte sent for an upload); without a response, libcurl's, as before.
     public var timeline: CurlTimeline {
         let total = info(double: CURLINFO_TOTAL_TIME)

@@ -30,6 +30,9 @@ protocol AttemptHost: AnyObject {
     func connections(toHost host: String) -> Int
     /// The job holding a download destination, other than `except`.
     func holder(of destination: String, except: Int64) -> Int64?
+    /// Whether an earlier attempt of the job was stopped and has not finished stopping yet (its
+    /// last checkpoint still under way: the job's durable offset is not final).
+    func isStopping(_ job: Int64) -> Bool
     /// Writes the task's current history entry (a resumable upload's requests are one entry
     /// each).
     func recordHistory(_ task: TransferTask)

@@ -151,10 +151,11 @@ final class DownloadTask: TransferTask {
         guard stat(dest.partPath, &st) == 0 else { return }
         try openPart(dest.partPath, fresh: false)
         let durable = record.durableBytes
-        if record.segments == nil, offset > durable, let part {
+        if record.segments == nil, offset > durable, !engine.isStopping(jobId), let part {
             // Every stop and failure checkpoints the whole part, so bytes past the checkpoint
             // were written by something else while the job was paused or failed: they are not
-            // the server's, and would be spliced in. Cut back, as a restart does.
+            // the server's, and would be spliced in. Cut back, as a restart does. (Not while the
+            // last attempt's stop is still making its bytes durable: its checkpoint is to come.)
             let rc = part.truncate(to: durable)
             if rc != 0 { throw FileErrors.error(rc, "cannot cut \(part.path) back to its checkpoint") }
             Log.info("the part held \(offset - durable) bytes past its checkpoint: cut back to \(durable)", job: jobId)
@@ -415,6 +416,7 @@ final class DownloadTask: TransferTask {
     func resetToZero() {
         plan = nil
         primarySegment = nil
+        held = nil  // a body held from an earlier answer of this attempt is not the new version's
         write(engine.checkpointer.discard(jobId))
         // The attempt's history follows the row: a crash before the next checkpoint leaves it at
         // 0 bytes of the new version, not at the old version's durable offset.
@@ -794,14 +796,19 @@ final class DownloadTask: TransferTask {
     /// (`Range` from C + 1 with `If-Range`), rather than the attempt ending as a partial transfer
     /// and spending a retry. Answers of fewer than ``shortRangeMinimum`` bytes end it as before.
     /// (A segmented download's ranges: ``answeredShortRange(_:error:range:)``.)
+    /// Whether this attempt asked for the rest after a short answer (``followUp()``): its
+    /// history's `total` then covers all its requests, not the last one's timeline.
+    private var followedUp = false
+
     override func followUp() -> Bool {
         guard plan == nil, primarySegment == nil, lastStatus == 206, ifRangeValue != nil, let cr = contentRange(),
             let end = cr.end, let t = cr.total, end + 1 < t, bytes == end + 1,
             end - cr.start + 1 >= Self.shortRangeMinimum
         else { return false }
         Log.info("the server answered up to byte \(end) of \(t): asking for the rest", job: jobId)
+        followedUp = true
         offset = bytes
-        do { try startHop() } catch {
+        do { try startRequest(url: currentURL) } catch {
             complete(failure: TransferError.from(error, retryable: true))
         }
         return true
@@ -843,7 +850,7 @@ final class DownloadTask: TransferTask {
     /// timeline ended with its own range (an outside audit: 4.99 s for an attempt of 20.1 s).
     override func closeHistory(error: TransferError?) {
         super.closeHistory(error: error)
-        guard plan != nil else { return }
+        guard plan != nil || followedUp else { return }
         let elapsed = Double(engine.loop.nowMillis &- attemptStartedAt) / 1000
         historyEntry.total = max(historyEntry.total ?? 0, elapsed)
     }

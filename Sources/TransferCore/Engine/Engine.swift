@@ -704,8 +704,18 @@ public final class Engine: AttemptHost {
         if task is DownloadTask && reason != .cancel { lastBytes[id] = task.bytes }
         if task is UploadTask && reason == .cancel { terminateUpload(id, task.record) }
         closeHistory(task, error: reason == .cancel ? JobMachine.cancelledError : nil)
-        task.stopped(reason) { [weak self] in self?.schedule() }
+        stopping[id, default: 0] += 1
+        task.stopped(reason) { [weak self] in
+            guard let self else { return }
+            if let n = self.stopping[id], n > 1 { self.stopping[id] = n - 1 } else { self.stopping[id] = nil }
+            self.schedule()
+        }
     }
+
+    /// Stops under way (an attempt's last checkpoint, its files closed), by job.
+    private var stopping: [Int64: Int] = [:]
+
+    func isStopping(_ job: Int64) -> Bool { stopping[job] != nil }
 
     /// Records the end of an attempt and moves the job on (``AttemptHost``).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome) {

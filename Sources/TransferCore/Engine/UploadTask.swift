@@ -239,7 +239,8 @@ final class UploadTask: TransferTask {
     static func completionWasRefused(_ history: [AttemptRecord]) -> Bool {
         for entry in history.reversed() {
             guard let error = entry.error else {
-                if entry.httpStatus == nil { continue }  // cut short by a stop or a crash
+                // Cut short by a stop or a crash (after a redirect, its status is the redirect's).
+                if entry.httpStatus.map({ (300..<400).contains($0) }) ?? true { continue }
                 return false
             }
             if error.message.hasSuffix(ResumableUploadPlan.offsetQueryRefusedNote) { continue }
@@ -269,7 +270,10 @@ final class UploadTask: TransferTask {
     override func extraHeaders() -> [String] {
         // An empty Expect: no 100-continue round trip before the body, unless the user asks for
         // one (`-H 'Expect: 100-continue'`, as curl sends it).
-        let userExpect = (record.request.headers ?? []).contains { (try? HeaderField.parse($0))?.isExpect == true }
+        // Only on a request with a body: an offset query or a creation without one gets none.
+        let hasBody = request.map { ($0.bodyLength ?? 0) > 0 } ?? true
+        let userExpect =
+            hasBody && (record.request.headers ?? []).contains { (try? HeaderField.parse($0))?.isExpect == true }
         return (userExpect ? [] : ["Expect:"]) + (request?.headers ?? ["Content-Type: \(contentType)"])
     }
 
