@@ -13,20 +13,67 @@ enum ControlCommands {
     ///   - global: where the daemon is.
     static func run(method: String, verb: String, params: ControlParams, global: GlobalOptions) throws {
         let client = try global.connect()
-        let result = try client.call(method: method, params: params, as: ControlResult.self)
-        for job in result.jobs {
-            Console.out(
-                "job \(job.id): " + (method == RPCMethod.transferRemove.rawValue ? "removed" : job.state.rawValue))
-        }
-        for refusal in result.refused {
-            // The daemon's sentence names the job and its state ("cannot pause job 1: it is completed").
-            if refusal.state != nil {
-                Console.error(refusal.message)
-            } else {
-                Console.error("cannot \(verb) job \(refusal.id): no such job")
+        let removing = method == RPCMethod.transferRemove.rawValue
+        // Read a job at a time as the answer arrives (a command on 100,000 jobs), the lines on
+        // stdout gathered into large writes.
+        var out = ""
+        var refused = 0
+        func report(_ member: String, _ object: JSONValue) throws {
+            guard case .int(let id)? = object["id"] else {
+                throw ClientError.protocolViolation("a \(method) result entry without an id")
+            }
+            switch member {
+            case "jobs":
+                guard case .string(let state)? = object["state"] else {
+                    throw ClientError.protocolViolation("a \(method) result job without a state")
+                }
+                out += "job \(id): \(removing ? "removed" : state)\n"
+                if out.utf8.count >= 1 << 16 { flush(&out) }
+            case "refused":
+                refused += 1
+                // The daemon's sentence names the job and its state ("cannot pause job 1: it is completed").
+                if case .string(let message)? = object["message"], object["state"] != .null, object["state"] != nil {
+                    Console.error(message)
+                } else {
+                    Console.error("cannot \(verb) job \(id): no such job")
+                }
+            default:
+                break
             }
         }
-        if !result.refused.isEmpty { throw CLIFailure(CLIFailure.usage) }
+        var scanner = ResultElementScanner { member, element in
+            if member == "refused" { flush(&out) }  // the jobs' lines before the refusals, as ever
+            try report(member, try JSONParser.parse(element))
+        }
+        switch try client.callStreamingResult(
+            method: method, params: try JSONValue(encoding: params),
+            into: {
+                try scanner.feed($0)
+            })
+        {
+        case .streamed:
+            guard scanner.isComplete else {
+                throw ClientError.protocolViolation(
+                    "a \(method) result that is not {\"jobs\": [...], \"refused\": [...]}")
+            }
+        case .decoded(let result):
+            guard case .array(let jobs)? = result["jobs"], case .array(let refusals)? = result["refused"] else {
+                throw ClientError.protocolViolation(
+                    "a \(method) result that is not {\"jobs\": [...], \"refused\": [...]}")
+            }
+            for job in jobs { try report("jobs", job) }
+            flush(&out)
+            for refusal in refusals { try report("refused", refusal) }
+        }
+        flush(&out)
+        if refused > 0 { throw CLIFailure(CLIFailure.usage) }
+    }
+
+    /// Writes the gathered lines to stdout.
+    private static func flush(_ out: inout String) {
+        guard !out.isEmpty else { return }
+        Console.write(out, to: .stdout)
+        out.removeAll(keepingCapacity: true)
     }
 }
 
