@@ -16,8 +16,24 @@ final class RequestValidatorTests: XCTestCase {
         root = dir.path
         try mkdir("dir")
         try write("file.txt")
-        try write("cert.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+        try write("cert.pem", Self.certificate)
+        try write("damaged.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     }
+
+    /// A real certificate (self-signed, P-256, valid until 2126): the files are read by OpenSSL.
+    static let certificate = """
+        -----BEGIN CERTIFICATE-----
+        MIIBjDCCATGgAwIBAgIUCLDCSsKd8ekdE3UOkcnipV1l1oowCgYIKoZIzj0EAwIw
+        GjEYMBYGA1UEAwwPYWZ0cmFuc2ZlciB0ZXN0MCAXDTI2MTEyNzIyNDQxNVoYDzIx
+        MjYxMTAzMjI0NDE1WjAaMRgwFgYDVQQDDA9hZnRyYW5zZmVyIHRlc3QwWTATBgcq
+        hkjOPQIBBggqhkjOPQMBBwNCAAQ7TFzZWsxO0BqJrx1bQMbzWu51QBzq24gwZdMm
+        ZlCug9+qxvQTbUu4N/+Qs3zwfzJrfI6WB3acKmuGV+hV3BF4o1MwUTAdBgNVHQ4E
+        FgQUmAV9VELCsGurAoeToHnV9iCIyTgwHwYDVR0jBBgwFoAUmAV9VELCsGurAoeT
+        oHnV9iCIyTgwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAz8X/
+        f+4NbwFZ9W27j2ntjxSjHLDlVjB/0S8p+20j7UcCIQC3QCubEG8O00IZGbZAXDm7
+        yQC7+QfBUHwkzII26pqRrA==
+        -----END CERTIFICATE-----
+        """
 
     override func tearDownWithError() throws {
         if !root.isEmpty {
@@ -507,6 +523,11 @@ final class RequestValidatorTests: XCTestCase {
         r.cacert = path("cert.pem")
         r.pinCert = path("cert.pem")
         XCTAssertNoThrow(try RequestValidator.validate(r))
+        r.cacert = path("damaged.pem")
+        assertRefused(r, mentioning: "cacert")
+        XCTAssertThrowsError(try RequestValidator.validate(r)) { error in
+            XCTAssertTrue((error as? TransferError)?.message.contains("cannot be read") == true, "\(error)")
+        }
         r.cacert = path("missing.pem")
         assertRefused(r, mentioning: "cacert")
         r.cacert = path("dir")
