@@ -93,6 +93,28 @@ final class QueueViewTests: XCTestCase {
         XCTAssertEqual(Set(narrow.map { $0.contains("[") }).count, 1, "one layout at 40 columns: \(narrow)")
     }
 
+    func testThatARedrawKeepsTheLayoutWhenAJobsFiguresGrowByADigit() {
+        // At 70 columns the bars went from every line when 9.7 MiB became 10.7 MiB.
+        var job = JobFixture.job(
+            id: 7, state: .running, destination: "/d/a.bin", bytes: 10_171_187, total: 20_027_801, fraction: 0.5,
+            rate: 1_048_576, eta: 9)
+        var other = job
+        other.id = 8
+        other.destination = "/d/b.bin"
+        var widest = QueueView.FigureWidths([])
+        let first = QueueView.screen([job, other], gone: [], columns: 70, rows: 10, figuresAtLeast: &widest)
+        job.bytes = 11_220_000
+        other.rate = 9_000
+        let second = QueueView.screen([job, other], gone: [], columns: 70, rows: 10, figuresAtLeast: &widest)
+        XCTAssertEqual(
+            first.dropLast().map { $0.firstIndex(of: "]") != nil },
+            second.dropLast().map { $0.firstIndex(of: "]") != nil },
+            "\(first)\n\(second)")
+        XCTAssertEqual(
+            first.dropLast().map { TerminalColumns.width(String($0.prefix { $0 != "]" })) },
+            second.dropLast().map { TerminalColumns.width(String($0.prefix { $0 != "]" })) }, "\(first)\n\(second)")
+    }
+
     func testThatAQueuedJobHasAnEmptyBarAndNoRateOrEta() {
         let queued = JobFixture.job(id: 3, state: .queued, destination: "/data/a-very-long-file-name-indeed.tar.gz")
         let line = QueueView.jobLine(queued, columns: 119)

@@ -112,6 +112,20 @@ final class CurlCommandRendererTests: XCTestCase {
         XCTAssertTrue(expecting.contains("-H 'expect: 100-continue'"), expecting)
     }
 
+    func testThatBidirectionalControlsAreWrittenAsBytesNotSentToTheTerminal() {
+        XCTAssertEqual(CurlCommandRenderer.quote("my\u{202E}txt.exe"), "$'my\\xE2\\x80\\xAEtxt.exe'")
+        XCTAssertEqual(CurlCommandRenderer.quote("שלום.txt"), "שלום.txt", "right-to-left letters stay")
+    }
+
+    func testThatTheRequestTargetIsTheURLsTextAsLibcurlSendsIt() {
+        XCTAssertEqual(
+            CurlCommandRenderer.requestTargetCurlWouldChange("http://h:1/put/dir/?q=1&b=[2]#frag"),
+            "/put/dir/?q=1&b=[2]")
+        XCTAssertEqual(CurlCommandRenderer.requestTargetCurlWouldChange("http://h"), "/")
+        XCTAssertEqual(CurlCommandRenderer.requestTargetCurlWouldChange("http://u:p@h?x=1"), "/?x=1")
+        XCTAssertNil(CurlCommandRenderer.requestTargetCurlWouldChange("http://h/file.bin?x=/"))
+    }
+
     func testThatTextFormPartsAreFormStringsAndFilePartsNameTheirType() {
         var r = upload("off")
         r.request.source = nil

@@ -743,6 +743,8 @@ class Handler(socketserver.BaseRequestHandler):
                     start, end = parsed
                     if (cap := q.int("rangecap")) is not None:
                         end = min(end, start + cap)  # fewer bytes than asked, as RFC 9110 allows
+                    if (shift := q.int("rangeshift")) is not None and start > 0:
+                        start = min(start + shift, end - 1)  # another range than asked (a broken cache)
                     status = 206
                     hs.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
         if vary := q.latin1("vary"):

@@ -273,3 +273,13 @@ def test_a_file_size_limit_fails_the_one_job_that_reaches_it_and_the_daemon_goes
                              limited.work / "small.bin")
     limited.wait_state(small, "completed", timeout=30)
     assert (limited.work / "small.bin").read_bytes() == faultserver.data(100_000, "fsize-small")
+
+
+def test_a_file_size_limit_below_the_reserve_refuses_new_jobs_naming_the_limit_not_a_full_disk(
+        daemon_factory, faultserver, key):
+    # The 1 MiB reserve beside the database cannot be made under `ulimit -f 200`: every add was
+    # refused as "the disk holding the job database is full (53 GiB free)".
+    limited = daemon_factory(prefix=("prlimit", f"--fsize={200 * 1024}", "--"))
+    r = limited.cli("download", faultserver.url(size=10, key=key), "-o", limited.work / "x.bin")
+    assert r.rc == 2 and "file-size limit" in r.err and "is full" not in r.err, r
+    assert limited.running and limited.jobs() == []

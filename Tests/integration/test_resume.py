@@ -343,3 +343,18 @@ def test_a_short_answer_then_a_shorter_file_writes_only_the_new_file(daemon, fau
     job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
     assert job["state"] == "completed", (job, [(e["range"], e["status"]) for e in faultserver.log(key)])
     assert dest.read_bytes() == faultserver.data(50_000, "held.short")
+
+
+def test_a_206_of_another_range_than_asked_starts_over_in_the_same_attempt(daemon, faultserver, key):
+    # README: an answer that cannot be spliced on the part starts the download over from byte 0
+    # in the same attempt, spending no retry. A 206 from another offset than asked failed the
+    # attempt instead (a retry spent: with --retries 0 the job failed and its part was gone).
+    size = 600_000
+    url = faultserver.url(size=size, seed="shifted", key=key, drop=200_000, times=1, rangeshift=1000)
+    dest = daemon.work / "shifted.bin"
+    id = daemon.download(url, "-o", dest, "--retries", "1")
+    job = daemon.wait_state(id, ("completed", "failed"), timeout=30)
+    assert job["state"] == "completed" and job["attempts"] == 2, job
+    assert dest.read_bytes() == faultserver.data(size, "shifted")
+    assert [(range_start(e["range"]), e["status"]) for e in faultserver.log(key)] == [
+        (None, 200), (200_000, 206), (None, 200)]

@@ -5,12 +5,13 @@ public enum CurlCommandRenderer {
     /// The digits of a `\xHH` escape.
     private static let hexDigits = Array("0123456789ABCDEF")
 
-    /// Quotes one shell word. A word with control characters (a file name may have them) is
-    /// written `$'…'` with each of their bytes as `\xHH` (bash, zsh and ksh read it back exactly),
-    /// so that printing the command never sends them to the terminal.
+    /// Quotes one shell word. A word with control characters (a file name may have them), or
+    /// bidirectional controls (U+202E and kin, which reorder what a terminal shows), is written
+    /// `$'…'` with each of their bytes as `\xHH` (bash, zsh and ksh read it back exactly), so that
+    /// printing the command never sends them to the terminal.
     public static func quote(_ s: String) -> String {
         if !s.isEmpty && s.allSatisfy({ $0.isLetter || $0.isNumber || "-_./:=@,+%".contains($0) }) { return s }
-        guard s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard s.unicodeScalars.contains(where: needsEscape) else {
             return "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
         }
         var out = "$'"
@@ -18,7 +19,7 @@ public enum CurlCommandRenderer {
             switch scalar {
             case "\\": out += "\\\\"
             case "'": out += "\\'"
-            case _ where scalar.properties.generalCategory == .control:
+            case _ where needsEscape(scalar):
                 for byte in String(scalar).utf8 {
                     out += "\\x" + String(hexDigits[Int(byte >> 4)]) + String(hexDigits[Int(byte & 15)])
                 }
@@ -26,6 +27,10 @@ public enum CurlCommandRenderer {
             }
         }
         return out + "'"
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.generalCategory == .control || scalar.properties.isBidiControl
     }
 
     /// Renders `curl …` for the stored job.
@@ -104,10 +109,16 @@ public enum CurlCommandRenderer {
     /// The request target (`/path?query`) of an upload URL whose path is empty or ends with `/`
     /// (to which `curl -T FILE` would add FILE's name), or nil.
     static func requestTargetCurlWouldChange(_ url: String) -> String? {
-        guard let comps = URLComponents(string: url) else { return nil }
-        let path = comps.percentEncodedPath
+        // Taken from the URL's text, as libcurl sends it (URLComponents would percent-encode a
+        // `[` of the query): what follows the authority, up to a fragment.
+        guard let scheme = url.range(of: "://") else { return nil }
+        let afterAuthority = url[scheme.upperBound...]
+        let start = afterAuthority.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterAuthority.endIndex
+        var target = String(afterAuthority[start...])
+        if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
+        let path = target.prefix { $0 != "?" }
         guard path.isEmpty || path.hasSuffix("/") else { return nil }
-        return (path.isEmpty ? "/" : path) + (comps.percentEncodedQuery.map { "?" + $0 } ?? "")
+        return path.isEmpty ? "/" + target : target
     }
 
     /// One `--form` part as curl takes it: a text part with `--form-string` (with `-F`, curl would

@@ -284,9 +284,10 @@ final class DownloadTask: TransferTask {
                         retryable: false)
                     return
                 }
-                resetToZero()
-                abortError = TransferError(
-                    .network, "the server sent a range that does not match the part; starting over", retryable: true)
+                // Bytes from elsewhere in the file than asked: never written. This request ends
+                // and the download starts over from byte 0, in this attempt (as after a `200`
+                // to a range: no retry is spent).
+                startOver("the server sent a range that does not match the part")
                 return
             }
             if offset > 0, !validatorsMatch(etag: header("etag"), lastModified: header("last-modified")) {

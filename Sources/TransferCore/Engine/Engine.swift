@@ -198,7 +198,12 @@ public final class Engine: AttemptHost {
     /// the in-memory queue.
     public func recover() throws {
         let now = Timestamp.now()
-        if !reserve.acquire() { Log.info("no room for the reserve \(reserve.path) yet") }
+        if !reserve.acquire() {
+            Log.info(
+                reserve.overFileSizeLimit
+                    ? "the file-size limit (ulimit -f) leaves no room for the reserve \(reserve.path): no job can be added"
+                    : "no room for the reserve \(reserve.path) yet")
+        }
         var counts = try store.counts()
         for s in TransferState.allCases where Scheduler.tracks(s) { counts[s] = 0 }
         scheduler = Scheduler(untrackedCounts: counts)
@@ -426,7 +431,16 @@ public final class Engine: AttemptHost {
         if !reserve.isHeld {
             // Spent on a full disk: new work waits until the reserve is back and room is left.
             let free = DiskSpace.available(at: storeDirectory) ?? .max  // unknown: the reserve decides
-            guard restoreReserve(free: free) else { throw homeFull(free: free) }
+            guard restoreReserve(free: free) else {
+                if reserve.overFileSizeLimit {
+                    throw TransferError(
+                        .io,
+                        "the daemon's file-size limit (ulimit -f) is below the \(DiskSpace.describe(reserve.size)) "
+                            + "reserve it keeps beside the job database (\(reserve.path)): nothing was added or changed; "
+                            + "start aftransferd with a higher limit", retryable: false)
+                }
+                throw homeFull(free: free)
+            }
         } else if let free = DiskSpace.available(at: storeDirectory), free < config.homeReserve {
             throw homeFull(free: free)
         }

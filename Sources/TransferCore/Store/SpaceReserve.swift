@@ -20,6 +20,10 @@ final class SpaceReserve {
         self.size = size
     }
 
+    /// Whether the last ``acquire()`` failed because the file would pass the process's file-size
+    /// limit (`ulimit -f`): no disk is full then.
+    private(set) var overFileSizeLimit = false
+
     /// Whether the reserve file is in place, whole.
     var isHeld: Bool {
         var st = stat()
@@ -38,6 +42,7 @@ final class SpaceReserve {
         let synced = rc == 0 && fsync(fd) == 0
         close(fd)
         if !synced { unlink(path) }
+        overFileSizeLimit = rc == EFBIG
         return synced
     }
 

@@ -55,7 +55,7 @@ struct DownloadCommand: ParsableCommand {
     func validate() throws {
         let range = RequestValidator.connectionsRange
         if let connections, !range.contains(connections) {
-            throw ValidationError("--connections must be between \(range.lowerBound) and \(range.upperBound).")
+            throw ValidationError("-x/--connections must be between \(range.lowerBound) and \(range.upperBound).")
         }
         // An empty path would be made absolute as the working directory, and refused as that.
         if output?.isEmpty == true { throw ValidationError("-o cannot be empty.") }

@@ -15,6 +15,9 @@ final class QueueView {
     private let write: (String) -> Void
     private let clock: () -> Double
     private var drawnLines = 0
+    /// The widest figures drawn so far: a screen keeps its layout while a job's bytes grow by a
+    /// digit (`9.7 MiB` to `10.7 MiB`), rather than losing its bars for a redraw.
+    private var widestFigures = FigureWidths([])
     private var lastDraw = -Double.infinity
 
     /// Creates a view that draws into `write`.
@@ -42,7 +45,8 @@ final class QueueView {
         guard force || now - lastDraw >= 1 / Self.maximumRedrawsPerSecond else { return }
         lastDraw = now
         let size = terminalSize()
-        let lines = Self.screen(jobs, gone: gone, columns: size.columns ?? 80, rows: size.rows ?? 25)
+        let lines = Self.screen(
+            jobs, gone: gone, columns: size.columns ?? 80, rows: size.rows ?? 25, figuresAtLeast: &widestFigures)
         write(ProgressRenderer.redraw(lines, over: drawnLines))
         drawnLines = lines.count
     }
@@ -65,6 +69,14 @@ final class QueueView {
     /// The screen's lines: the unfinished jobs that fit, "… and N more" when some do not, and the
     /// totals line; none wider than `columns - 1`, at most `rows - 1` in all.
     static func screen(_ jobs: [JobSnapshot], gone: Set<Int64>, columns: Int, rows: Int) -> [String] {
+        var figures = FigureWidths([])
+        return screen(jobs, gone: gone, columns: columns, rows: rows, figuresAtLeast: &figures)
+    }
+
+    /// The screen, its figures padded to at least `figuresAtLeast`, which it widens.
+    static func screen(
+        _ jobs: [JobSnapshot], gone: Set<Int64>, columns: Int, rows: Int, figuresAtLeast: inout FigureWidths
+    ) -> [String] {
         let width = max(columns - 1, 1)
         let room = max(rows - 1, 1)
         let open = jobs.filter { !$0.state.isFinal && !gone.contains($0.id) }
@@ -76,7 +88,8 @@ final class QueueView {
             // states and bars of a narrow screen form columns.
             let visible = Array(open.prefix(shown))
             let idWidth = visible.map { TerminalColumns.width("#\($0.id)") }.max() ?? 0
-            let figures = FigureWidths(visible)
+            figuresAtLeast.widen(to: FigureWidths(visible))
+            let figures = figuresAtLeast
             let nameRoom = visible.map { compactNameRoom($0, columns: width, idWidth: idWidth, figures: figures) }.min()
             lines = visible.map {
                 jobLine($0, columns: width, idWidth: idWidth, nameRoom: nameRoom, figures: figures)
@@ -151,10 +164,20 @@ final class QueueView {
         var rate = 0
         var duration = 0
 
+        /// Each width the larger of this one's and `other`'s.
+        mutating func widen(to other: FigureWidths) {
+            amount = max(amount, other.amount)
+            rate = max(rate, other.rate)
+            duration = max(duration, other.duration)
+        }
+
         init(_ jobs: [JobSnapshot]) {
             for job in jobs {
                 let parts = Parts(job)
-                amount = max(amount, TerminalColumns.width(parts.amount))
+                // Room for the bytes to reach the total (`19.1 MiB/19.1 MiB`), so that a job's
+                // progress does not move the screen's columns.
+                let whole = job.total.map { HumanFormat.bytes($0) + "/" + HumanFormat.bytes($0) } ?? ""
+                amount = max(amount, TerminalColumns.width(parts.amount), TerminalColumns.width(whole))
                 rate = max(rate, TerminalColumns.width(parts.rate))
                 duration = max(duration, parts.duration.map(TerminalColumns.width) ?? 0)
             }
