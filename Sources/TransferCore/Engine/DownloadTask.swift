@@ -792,15 +792,15 @@ final class DownloadTask: TransferTask {
         case failed
     }
 
+    /// Whether this attempt asked for the rest after a short answer (``followUp()``): its
+    /// history's `total` then covers all its requests, not the last one's timeline.
+    private var followedUp = false
+
     /// A `206` that covered less than was asked (`bytes A-C/T`, C + 1 < T: RFC 9110 lets a server
     /// send less) and brought all it said: the next request of this attempt asks for the rest
     /// (`Range` from C + 1 with `If-Range`), rather than the attempt ending as a partial transfer
     /// and spending a retry. Answers of fewer than ``shortRangeMinimum`` bytes end it as before.
     /// (A segmented download's ranges: ``answeredShortRange(_:error:range:)``.)
-    /// Whether this attempt asked for the rest after a short answer (``followUp()``): its
-    /// history's `total` then covers all its requests, not the last one's timeline.
-    private var followedUp = false
-
     override func followUp() -> Bool {
         guard plan == nil, primarySegment == nil, lastStatus == 206, ifRangeValue != nil, let cr = contentRange(),
             let end = cr.end, let t = cr.total, end + 1 < t, bytes == end + 1,
@@ -828,8 +828,7 @@ final class DownloadTask: TransferTask {
         let done = start.flatMap { plan?.segment($0)?.isComplete } ?? true
         let failed = !primaryReachedEnd && !done
         primaryReachedEnd = false
-        let answered = start.map { answeredShortRange($0, error: error, range: contentRange()) } ?? false
-        if failed && !answered {
+        if failed && !(start.map { answeredShortRange($0, error: error, range: contentRange()) } ?? false) {
             let failure = error ?? TransferError(.network, "a range ended early", retryable: true)
             let retryAfter = RetryPolicy.retryAfter(status: status, value: header("retry-after"))
             if !rangeFailed(failure, retryAfter: retryAfter) { return true }

@@ -162,6 +162,8 @@ public final class Engine: AttemptHost {
     private var diskStrikes: [Int64: (bytes: Int64, count: Int)] = [:]
     /// Since when (monotonic s) group commits fail; nil while the store writes.
     private var commitFailingSince: Double?
+    /// Stops under way (an attempt's last checkpoint, its files closed), by job: how many.
+    private var stopping: [Int64: Int] = [:]
     /// When (monotonic s) the end of a pass may try a failing commit again.
     private var nextCommitTry = 0.0
     /// Whether the reserve was given up (the home's disk filled) and not yet made again.
@@ -725,9 +727,6 @@ public final class Engine: AttemptHost {
             self.schedule()
         }
     }
-
-    /// Stops under way (an attempt's last checkpoint, its files closed), by job.
-    private var stopping: [Int64: Int] = [:]
 
     func isStopping(_ job: Int64) -> Bool { stopping[job] != nil }
 

@@ -269,8 +269,8 @@ final class UploadTask: TransferTask {
 
     override func extraHeaders() -> [String] {
         // An empty Expect: no 100-continue round trip before the body, unless the user asks for
-        // one (`-H 'Expect: 100-continue'`, as curl sends it).
-        // Only on a request with a body: an offset query or a creation without one gets none.
+        // one (`-H 'Expect: 100-continue'`, as curl sends it) on a request with a body (an offset
+        // query or a creation without one gets none).
         let hasBody = request.map { ($0.bodyLength ?? 0) > 0 } ?? true
         let userExpect =
             hasBody && (record.request.headers ?? []).contains { (try? HeaderField.parse($0))?.isExpect == true }

@@ -1,9 +1,11 @@
 /// Text from outside made safe for people to read (README "Text for people never carries control
 /// characters"): a control character is shown as `^X` (C0: `^[` for ESC, `^M` for CR; `^?` for
 /// DEL) or U+FFFD (C1, and the bidirectional controls such as U+202E, which reorder what a
-/// terminal shows: `Bidi_Control`), never written as is. A server's error message, a hook's output or a file
-/// name may carry escape sequences that would move the cursor, retitle the terminal or rewrite a
-/// line of the daemon's log. The one rule for the daemon's messages and log and the CLI's output.
+/// terminal shows: Unicode's `Bidi_Control`, listed here by code point so that the byte scan of
+/// ``needsEscaping(_:keepingNewlines:)`` finds the same ones), never written as is. A server's
+/// error message, a hook's output or a file name may carry escape sequences that would move the
+/// cursor, retitle the terminal or rewrite a line of the daemon's log. The one rule for the
+/// daemon's messages and log and the CLI's output.
 public enum PrintableText {
     /// `text` with its control characters shown; with `keepingNewlines`, a line feed stays one.
     public static func of(_ text: String, keepingNewlines: Bool = false) -> String {

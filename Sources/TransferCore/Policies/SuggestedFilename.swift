@@ -193,9 +193,9 @@ public enum SuggestedFilename {
     ///
     /// In order: `/` and `\` become `_`; NUL and control characters (Unicode `Cc`: C0, DEL, C1)
     /// are dropped, and so are the bidirectional controls (`Bidi_Control`: U+202E RIGHT-TO-LEFT
-    /// OVERRIDE and its kin, which make `gpj.exe` read as `exe.jpg`); leading dots and spaces are stripped; the result is cut to at most
-    /// ``maxNameBytes`` UTF-8 bytes on a character (Unicode scalar) boundary. An empty result,
-    /// `.` or `..` becomes ``fallbackName``.
+    /// OVERRIDE and its kin, which make `gpj.exe` read as `exe.jpg`); leading dots and spaces are
+    /// stripped; the result is cut to at most ``maxNameBytes`` UTF-8 bytes on a character (Unicode
+    /// scalar) boundary. An empty result, `.` or `..` becomes ``fallbackName``.
     ///
     /// - Parameter name: An untrusted name from a server or a URL.
     /// - Returns: A non-empty name with no separator, not starting with `.`.
