@@ -8,8 +8,7 @@
 /// protocol violation.
 struct JobIdScanner {
     private var depth = 0
-    private var inString = false
-    private var escaped = false
+    private var string = JSONStringReader()
     /// How much of `id` the string being read at depth 3 (a job object's key or string value)
     /// has matched so far; -1 once it cannot be `id`. Not the bytes themselves: collecting every
     /// URL of 100,000 jobs was a third of the scan.
@@ -32,7 +31,7 @@ struct JobIdScanner {
         while i < n && !broken {
             // Inside a string that cannot be a job's key (or once it cannot be `id`), only a quote
             // or a backslash matters: skip to it.
-            if inString && !escaped && (depth != 3 || idMatched < 0) {
+            if string.isOpen && !string.isEscaping && (depth != 3 || idMatched < 0) {
                 while i < n && bytes[i] != UInt8(ascii: "\"") && bytes[i] != UInt8(ascii: "\\") { i += 1 }
                 if i == n { break }
             }
@@ -45,13 +44,8 @@ struct JobIdScanner {
     var ids: [Int64]? { broken || !done ? nil : found }
 
     private mutating func step(_ b: UInt8) {
-        if inString {
-            if escaped {
-                escaped = false
-            } else if b == UInt8(ascii: "\\") {
-                escaped = true
-            } else if b == UInt8(ascii: "\"") {
-                inString = false
+        if string.isOpen {
+            guard string.take(b) else {
                 if depth == 3 { lastStringIsId = idMatched == 2 }
                 return
             }
@@ -80,7 +74,7 @@ struct JobIdScanner {
         }
         switch b {
         case UInt8(ascii: "\""):
-            inString = true
+            string.open()
             idMatched = 0
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             depth += 1

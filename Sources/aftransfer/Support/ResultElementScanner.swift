@@ -14,8 +14,7 @@ struct ResultElementScanner {
 
     private let sink: Sink
     private var depth = 0
-    private var inString = false
-    private var escaped = false
+    private var string = JSONStringReader()
     /// At depth 1, before a member's name.
     private var expectingName = false
     private var readingName = false
@@ -40,25 +39,18 @@ struct ResultElementScanner {
 
     private mutating func step(_ b: UInt8) throws {
         if inElement { element.append(b) }
-        if inString {
-            if escaped {
-                escaped = false
-            } else if b == UInt8(ascii: "\\") {
-                escaped = true
-            } else if b == UInt8(ascii: "\"") {
-                inString = false
-                if readingName {
-                    readingName = false
-                    member = String(decoding: name, as: UTF8.self)
-                }
-                return
+        if string.isOpen {
+            if string.take(b) {
+                if readingName { name.append(b) }
+            } else if readingName {
+                readingName = false
+                member = String(decoding: name, as: UTF8.self)
             }
-            if readingName { name.append(b) }
             return
         }
         switch b {
         case UInt8(ascii: "\""):
-            inString = true
+            string.open()
             if depth == 1 && expectingName {
                 expectingName = false
                 readingName = true
