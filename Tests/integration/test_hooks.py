@@ -313,13 +313,22 @@ def test_that_a_hook_inherits_only_its_standard_streams(daemon, faultserver, key
     # files open: its shell sees descriptors 0, 1 and 2 only.
     # What a process the hook leaves behind holds: the descriptors of a background `sleep` (it
     # ends by itself in 2 s), listed by another process.
-    cmd = "sleep 2 </dev/null >/dev/null 2>&1 & ls /proc/$!/fd"
+    # Each descriptor with what it points to. The shell may keep copies of the streams it
+    # redirects (dash dups them to 10 and up, before its child's exec and sometimes past it): those
+    # are the hook's own standard streams (pipes) or /dev/null, never the daemon's sockets
+    # (listening, libcurl's connections), eventfds or files.
+    cmd = ("sleep 2 </dev/null >/dev/null 2>&1 & p=$!; n=0; "
+           "while [ \"$(cat /proc/$p/comm 2>/dev/null)\" != sleep ] && [ $n -lt 1000 ]; do n=$((n+1)); done; "
+           "for f in /proc/$p/fd/*; do echo \"${f##*/} $(readlink $f)\"; done")
     # A connection kept alive by libcurl exists by the time the second job ends.
     first = daemon.download(faultserver.url(key=key, size=1000), "-o", str(daemon.work / "a.bin"))
     daemon.wait_state(first, "completed")
     id = daemon.download(faultserver.url(key=key, size=1000), "-o", str(daemon.work / "b.bin"), "--on-end", cmd)
     job = hook_done(daemon, id)
-    assert sorted(int(n) for n in job["hook"]["output"].split()) == [0, 1, 2], job["hook"]
+    fds = dict(line.split(" ", 1) for line in job["hook"]["output"].splitlines() if line.strip())
+    assert {"0", "1", "2"} <= set(fds), job["hook"]
+    others = {fd: target for fd, target in fds.items() if fd not in ("0", "1", "2")}
+    assert all(t == "/dev/null" or t.startswith("pipe:") for t in others.values()), job["hook"]
 
 
 def test_that_a_crash_ends_the_processes_a_hook_started_so_it_runs_exactly_once(daemon, faultserver, key):
