@@ -82,9 +82,6 @@ public final class CurlEasy {
                 guard let ptr, let ud else { return 0 }
                 let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
                 let buffer = UnsafeRawBufferPointer(start: ptr, count: size * n)
-                if easy.firstResponseAt == nil, CurlEasy.isFinalStatusLine(buffer) {
-                    easy.firstResponseAt = CurlEasy.monotonicNow()
-                }
                 return easy.onHeader?(buffer) == false ? 0 : size * n
             })
         set(CURLOPT_WRITEDATA, pointer: me)
@@ -115,14 +112,11 @@ public final class CurlEasy {
     private var addedAt: Double?
     private var firstResponseAt: Double?
 
-    /// Whether `line` is the status line of a final response (`HTTP/1.1 200 OK`), not of an
-    /// interim one (`100 Continue`, an upload's `104`), which may come long before the answer.
-    static func isFinalStatusLine(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard line.count >= 8, line.starts(with: "HTTP/".utf8), let space = line.firstIndex(of: 0x20),
-            space + 1 < line.count
-        else { return false }
-        let first = line[space + 1]
-        return first >= UInt8(ascii: "2") && first <= UInt8(ascii: "9")
+    /// The status line of a final response came (not an interim `100` or `104`, which may come
+    /// long before the answer): the first one is the timeline's `firstByte`. Called by the header
+    /// callback's reader, which parses the line anyway.
+    public func finalResponseBegan() {
+        if firstResponseAt == nil { firstResponseAt = Self.monotonicNow() }
     }
 
     static func monotonicNow() -> Double {

@@ -59,12 +59,13 @@ public enum CurlCommandRenderer {
                 // daemon sends to the URL as given.
                 if let target = requestTargetCurlWouldChange(r.url) { args += ["--request-target", target] }
                 // The type the daemon sends (never libcurl's default), unless a -H gives one.
-                let given = (req.headers ?? []).contains { $0.lowercased().hasPrefix("content-type:") }
-                if !given { args += ["-H", "Content-Type: \(MIMEType.guess(forPath: src))"] }
+                if HeaderField.last(named: "content-type", in: req.headers) == nil {
+                    args += ["-H", "Content-Type: \(MIMEType.guess(forPath: src))"]
+                }
             }
             for spec in req.form ?? [] { args += formArguments(spec) }
             // No 100-continue round trip, as the daemon sends it, unless the user asks for one.
-            if !(req.headers ?? []).contains(where: { (try? HeaderField.parse($0))?.isExpect == true }) {
+            if HeaderField.last(named: "expect", in: req.headers) == nil {
                 args += ["-H", "Expect:"]
             }
             let method = r.firstMethod

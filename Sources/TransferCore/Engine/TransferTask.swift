@@ -237,6 +237,7 @@ class TransferTask {
         case .status(let code):
             status = code
             headers = []
+            if let code, code >= 200 { easy?.finalResponseBegan() }
         case .end:
             // End of one response's headers; 1xx responses are followed by another.
             if let s = status, s >= 200, !((300..<400).contains(s) && header("location") != nil) {

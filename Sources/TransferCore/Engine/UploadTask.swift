@@ -164,8 +164,7 @@ final class UploadTask: TransferTask {
 
     override func prepare() throws {
         let req = record.request
-        let userType = (req.headers ?? []).compactMap { try? HeaderField.parse($0) }
-            .last(where: { $0.name.lowercased() == "content-type" })?.value
+        let userType = HeaderField.last(named: "content-type", in: req.headers)?.value
         if let form = req.form {
             let parts = try form.map { spec -> FormPart in
                 do { return try FormPart.parse(spec) } catch {
@@ -272,8 +271,7 @@ final class UploadTask: TransferTask {
         // one (`-H 'Expect: 100-continue'`, as curl sends it) on a request with a body (an offset
         // query or a creation without one gets none).
         let hasBody = request.map { ($0.bodyLength ?? 0) > 0 } ?? true
-        let userExpect =
-            hasBody && (record.request.headers ?? []).contains { (try? HeaderField.parse($0))?.isExpect == true }
+        let userExpect = hasBody && HeaderField.last(named: "expect", in: record.request.headers) != nil
         return (userExpect ? [] : ["Expect:"]) + (request?.headers ?? ["Content-Type: \(contentType)"])
     }
 

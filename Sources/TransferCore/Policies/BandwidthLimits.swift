@@ -26,28 +26,33 @@ public struct BandwidthLimits: Equatable, Sendable {
     /// Applies a `daemon.limits` change: `--download` sets a fixed limit and clears a schedule;
     /// `--schedule` replaces the fixed download limit (`off` clears it); `--upload` sets the
     /// upload limit. Values are as the CLI options take them (`2M`, `off`).
+    /// - Parameter name: how a refusal spells a param: the RPC's name (`download`), or the CLI's
+    ///   option (`--download`).
     /// - Throws: ``TransferError`` `invalid_request` for a malformed rate or schedule, its message
-    ///   starting with the RPC param it is about (`download: …`); nothing is changed then: the
-    ///   caller keeps the old value.
-    public func changed(download: String?, upload: String?, schedule: String?) throws -> BandwidthLimits {
+    ///   naming the value it is about (`download: …`); nothing is changed then: the caller keeps
+    ///   the old value.
+    public func changed(
+        download: String?, upload: String?, schedule: String?, naming name: (String) -> String = { $0 }
+    ) throws -> BandwidthLimits {
         var next = self
         if download != nil, let schedule, schedule.trimmingCharacters(in: .whitespaces).lowercased() != "off" {
             // Each would clear the other (SPEC): which one was meant is not for the daemon to guess.
             throw TransferError(
-                .invalidRequest, "download and schedule both set the download limit: give one of them")
+                .invalidRequest,
+                "\(name("download")) and \(name("schedule")) both set the download limit: give one of them")
         }
         if let download {
-            next.download = try Self.rate(download, param: "download")
+            next.download = try Self.rate(download, param: name("download"))
             next.schedule = nil
         }
-        if let upload { next.upload = try Self.rate(upload, param: "upload") }
+        if let upload { next.upload = try Self.rate(upload, param: name("upload")) }
         if let schedule {
             if schedule.trimmingCharacters(in: .whitespaces).lowercased() == "off" {
                 next.schedule = nil
             } else {
                 guard let s = BandwidthSchedule.parse(schedule) else {
                     throw TransferError(
-                        .invalidRequest, "schedule: not a schedule of 'HH:MM,RATE' entries: \(schedule)")
+                        .invalidRequest, "\(name("schedule")): not a schedule of 'HH:MM,RATE' entries: \(schedule)")
                 }
                 next.schedule = s
                 next.download = nil

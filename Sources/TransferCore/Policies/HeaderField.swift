@@ -75,8 +75,11 @@ public struct HeaderField: Equatable, Sendable {
         return HeaderField(name: name, value: String(trimmed))
     }
 
-    /// Whether this is an `Expect` field (any case).
-    var isExpect: Bool { name.lowercased() == "expect" }
+    /// The last of a request's `-H` lines named `name` (any case), parsed; nil when none.
+    static func last(named name: String, in lines: [String]?) -> HeaderField? {
+        let wanted = name.lowercased()
+        return (lines ?? []).lazy.compactMap { try? HeaderField.parse($0) }.last { $0.name.lowercased() == wanted }
+    }
 
     /// Whether the value is a secret (`Authorization`, `Proxy-Authorization`, `Cookie`, in any
     /// case) that is printed as `***`.

@@ -30,18 +30,14 @@ struct LimitCommand: ParsableCommand {
     @OptionGroup(title: "Global options")
     var global: GlobalOptions
 
-    /// The `daemon.limits` params, as these options spell them in a refusal.
-    static let optionOfParam = ["download": "--download", "upload": "--upload", "schedule": "--schedule"]
-
     func validate() throws {
-        // Refused here already, so that a malformed value never reaches (or starts) a daemon.
+        // Refused here already, so that a malformed value never reaches (or starts) a daemon; the
+        // refusal names the options (the RPC's names its params).
         do {
-            _ = try BandwidthLimits().changed(download: download, upload: upload, schedule: schedule)
+            _ = try BandwidthLimits().changed(
+                download: download, upload: upload, schedule: schedule, naming: { "--" + $0 })
         } catch let error as TransferError {
-            if error.message.hasPrefix("download and schedule") {
-                throw ValidationError("--download and --schedule both set the download limit: give one of them")
-            }
-            throw ValidationError(RefusalWording(error.message, options: Self.optionOfParam).text)
+            throw ValidationError(error.message)
         }
     }
 

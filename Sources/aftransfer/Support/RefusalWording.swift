@@ -30,11 +30,10 @@ struct RefusalWording {
     /// Whether it is about an option of the command line rather than about one request of a list.
     let isAboutAnOption: Bool
 
-    /// Rewords `message`, a library or daemon refusal of one request (or, with `options`, of
-    /// another method's params).
-    init(_ message: String, options: [String: String] = optionOfField) {
+    /// Rewords `message`, a library or daemon refusal of one request.
+    init(_ message: String) {
         let field = message.firstIndex(of: ":").map { message[..<$0] } ?? ""
-        if let option = options[String(field)] {
+        if let option = Self.optionOfField[String(field)] {
             text = option + message[field.endIndex...]
             isAboutAnOption = true
         } else {
