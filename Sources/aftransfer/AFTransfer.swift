@@ -27,6 +27,13 @@ struct AFTransfer: ParsableCommand {
             DaemonCommand.self,
         ])
 
+    /// A bare `aftransfer` names no command: bad usage (exit 2, as curl and git end), with the
+    /// overview on stderr. `aftransfer --help` still prints it on stdout and exits 0.
+    func run() throws {
+        Console.write(Self.helpMessage() + "\n", to: .stderr)
+        throw CLIFailure(CLIFailure.usage, "no command given (aftransfer --help lists them)")
+    }
+
     /// Parses, runs, and maps every error to the SPEC's exit statuses.
     static func main() {
         Console.reserveStandardDescriptors()

@@ -41,6 +41,19 @@ def test_commands_exit_3_when_no_daemon_answers_and_autostart_is_off(daemon_fact
     assert not d.home.exists() or not d.socket.exists(), "--no-autostart must not start a daemon"
 
 
+def test_a_bare_aftransfer_is_bad_usage_and_help_is_not(daemon_factory):
+    # No command at all is bad usage (exit 2, as curl's and git's): the overview goes to stderr,
+    # nothing to stdout (a script's `id=$(aftransfer)` must not read help as an id). `--help` asks.
+    d = daemon_factory(start=False)
+    bare = subprocess.run([d.cli_exe], capture_output=True, text=True, timeout=30, env=d.env)
+    assert bare.returncode == 2, bare
+    assert bare.stdout == "", bare.stdout
+    assert "download" in bare.stderr and "no command given" in bare.stderr, bare.stderr
+    asked = subprocess.run([d.cli_exe, "--help"], capture_output=True, text=True, timeout=30, env=d.env)
+    assert asked.returncode == 0 and "download" in asked.stdout, asked
+    assert not d.home.exists() or not d.socket.exists(), "no command must not start a daemon"
+
+
 @pytest.mark.parametrize("flag", ["--home", "--socket"])
 def test_an_empty_home_or_socket_is_refused_not_read_as_the_default(daemon_factory, flag):
     # `--home "$UNSET"` must not reach (or start) the daemon of the default home.
