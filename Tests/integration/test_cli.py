@@ -234,6 +234,21 @@ def test_the_printed_curl_command_of_a_download_with_create_dirs_creates_them(da
     assert dest.stat().st_size == 1000
 
 
+def test_the_printed_curl_command_never_splices_onto_an_existing_file(daemon, faultserver, key):
+    # Found by an outside audit: the command carried `-C -`, so curl resumed into the old file at
+    # the destination (no validator) and appended the new file's tail to its bytes.
+    dest = daemon.work / "spliced.bin"
+    dest.write_bytes(b"old " * 100)
+    id = daemon.download(faultserver.url(size=1000, key=key), "-o", dest, "--replace", "--wait")
+    assert dest.read_bytes() == faultserver.data(1000)
+    command = daemon.cli("curl", id, check=0).out.strip().replace(key, key + "-curl")
+    assert " -C " not in command, command
+    dest.write_bytes(b"old " * 100)
+    r = subprocess.run(["sh", "-c", command + " -s"], cwd=daemon.work, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (command, r.stderr)
+    assert dest.read_bytes() == faultserver.data(1000)
+
+
 def _received(faultserver, key):
     upload = faultserver.log(key)[-1]["upload"]
     parts = [{k: p.get(k) for k in ("name", "filename", "contentType", "sha256")} for p in upload["parts"] or []]

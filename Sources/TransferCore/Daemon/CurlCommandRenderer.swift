@@ -44,7 +44,10 @@ public enum CurlCommandRenderer {
         if r.kind == .download {
             args += ["-H", "Accept-Encoding: identity"]
             if let dest = r.destination {
-                args += ["-C", "-", "-o", dest]
+                // No `-C -`: curl would resume into whatever file is at the destination, with no
+                // validator, splicing two versions (the daemon resumes only its own part, with
+                // `If-Range`); the command fetches the whole file, as a `--replace` job ends.
+                args += ["-o", dest]
                 if req.createDirs == true { args.append("--create-dirs") }
             } else {
                 args += ["-O", "-J"]
