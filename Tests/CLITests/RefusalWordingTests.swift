@@ -12,6 +12,16 @@ final class RefusalWordingTests: XCTestCase {
         XCTAssertEqual(RefusalWording.message("onEnd: is empty", origin: "urls.txt line 1"), "--on-end: is empty")
     }
 
+    func testThatAHeaderRefusalIsAboutTheHeaderOptionNotALine() {
+        // Every line of a `-i` list gets the command's `-H`s.
+        XCTAssertEqual(
+            RefusalWording.message("header Range: the daemon sets it itself", origin: "urls.txt line 1"),
+            "header Range: the daemon sets it itself")
+        XCTAssertEqual(
+            RefusalWording.message("header: missing ':' between name and value", origin: "urls.txt line 1"),
+            "header: missing ':' between name and value")
+    }
+
     func testThatARequestsOwnFieldsKeepTheirLine() {
         XCTAssertEqual(
             RefusalWording.message("url: scheme \"ftp\" is not supported", origin: "urls.txt line 2"),

@@ -296,6 +296,18 @@ final class RequestValidatorTests: XCTestCase {
         XCTAssertEqual(v.replace, false)
     }
 
+    func testThatADownloadRefusesAnotherContentCodingButAnUploadMayAskForOne() throws {
+        // SPEC: downloads ask for identity; another -H Accept-Encoding was silently replaced.
+        var r = download()
+        r.headers = ["Accept-Encoding: gzip"]
+        assertRefused(r, mentioning: "header Accept-Encoding")
+        r.headers = ["accept-encoding: Identity"]
+        XCTAssertNoThrow(try RequestValidator.validate(r))
+        var u = upload()
+        u.headers = ["Accept-Encoding: gzip"]
+        XCTAssertNoThrow(try RequestValidator.validate(u))
+    }
+
     func testThatADestinationThatIsADirectoryIsRefused() {
         assertRefused(download(to: path("dir")), mentioning: "destination")
         assertRefused(download(to: path("dir") + "/"), mentioning: "destination")

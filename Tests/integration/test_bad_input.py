@@ -156,6 +156,7 @@ BAD_OPTIONS = [
     ("-H", "X-Evil: a\r\nInjected: b"),
     ("-H", "Content-Length: 1"),  # the daemon frames the body (a wrong one fed the next request)
     ("-H", "Range: bytes=0-9"),  # and asks for ranges itself
+    ("-H", "Accept-Encoding: gzip"),  # and a download's coding (identity; it was replaced silently)
     ("--sha256", "xyz"),
     ("--sha256", "abcd"),
     ("--limit-rate", "fast"),
@@ -195,7 +196,8 @@ def test_a_negative_number_is_named_as_a_bad_value_not_a_missing_one(daemon, fau
     (["--limit-rate", "5Q"], "--limit-rate: \"5Q\" is not a rate"),
     (["--pin-pubkey", "abc"], "--pin-pubkey: each pin"),
     (["--user", "nocolon"], "--user: must be USER:PASSWORD"),
-], ids=["on-end", "limit-rate", "pin-pubkey", "user"])
+    (["-H", "Accept-Encoding: br"], "header Accept-Encoding: a download asks for identity"),
+], ids=["on-end", "limit-rate", "pin-pubkey", "user", "header"])
 def test_a_refused_option_is_named_as_typed_and_not_blamed_on_a_list_line(daemon, faultserver, key, opts, says):
     r = daemon.cli("download", faultserver.url(key=key), "-o", daemon.work / "o.bin", *opts)
     assert_refused(daemon, r, mention=says)

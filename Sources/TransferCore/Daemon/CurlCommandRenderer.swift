@@ -77,7 +77,13 @@ public enum CurlCommandRenderer {
             if let resp = req.response { args += ["-o", resp] }
         }
         for h in req.headers ?? [] {
-            if let f = try? HeaderField.parse(h) { args += ["-H", f.redactedLine] } else { args += ["-H", h] }
+            guard let f = try? HeaderField.parse(h) else {
+                args += ["-H", h]
+                continue
+            }
+            // A download's coding is the daemon's (identity, above), whatever a stored job's -H says.
+            if r.kind == .download && f.name.lowercased() == "accept-encoding" { continue }
+            args += ["-H", f.redactedLine]
         }
         var url = URLRedaction.redact(r.url)
         if let user = req.user {

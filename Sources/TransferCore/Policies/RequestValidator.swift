@@ -103,7 +103,14 @@ public enum RequestValidator {
         }
 
         for header in r.headers ?? [] {
-            _ = try HeaderField.parse(header)
+            let field = try HeaderField.parse(header)
+            // SPEC: downloads ask for `Accept-Encoding: identity`, so that offsets are byte
+            // offsets; another coding would be silently replaced, so it is refused.
+            if !isUpload && field.name.lowercased() == "accept-encoding" && field.value.lowercased() != "identity" {
+                throw invalid(
+                    "header \(field.name): a download asks for identity (resumed offsets and --sha256 are of the bytes as sent)"
+                )
+            }
         }
 
         if let user = r.user {

@@ -38,7 +38,8 @@ struct RefusalWording {
             isAboutAnOption = true
         } else {
             text = message
-            isAboutAnOption = Self.commandWideFields.contains(String(field))
+            // `header NAME: …` is about a `-H`, which every line of a list gets.
+            isAboutAnOption = Self.commandWideFields.contains(String(field)) || field.hasPrefix("header")
         }
     }
 
