@@ -294,6 +294,21 @@ final class ResumableUploadPlanTests: XCTestCase {
         }
     }
 
+    /// Found by an outside audit: a tus `PATCH` answered `204` without `Upload-Offset` was taken
+    /// as "every byte of it arrived", and the job completed with the server short of bytes.
+    func testThatATusAppendAnsweredWithoutAnOffsetAsksTheServerWithHead() throws {
+        var p = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus, offset: 0)
+        _ = p.first()
+        let patch = try XCTUnwrap(sent(p.received(response(200, ["upload-offset": "0"]))))
+        XCTAssertEqual(patch.bodyLength, 1000)
+        let head = try XCTUnwrap(sent(p.received(response(204))))
+        XCTAssertEqual(head.method, "HEAD")
+        // The server kept 400 bytes: the rest goes from there, and only its offset ends the upload.
+        let more = try XCTUnwrap(sent(p.received(response(200, ["upload-offset": "400"]))))
+        XCTAssertEqual(more.bodyOffset, 400)
+        XCTAssertEqual(p.received(response(204, ["upload-offset": "1000"])), .completed)
+    }
+
     /// Found by outside audits: a `500` to the request that completed the upload, after the
     /// server had read all of it, left the upload URL for the retry, whose `HEAD` said "complete"
     /// and ended the job well on the `HEAD`'s answer; forgetting the upload at once (the first

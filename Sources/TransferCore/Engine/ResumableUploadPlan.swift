@@ -282,7 +282,9 @@ struct ResumableUploadPlan: Equatable {
         case .append:
             guard (200..<300).contains(s) else { return afterRefusal(response, of: request) }
             // An early answer's `Upload-Offset` says what the server kept; without one, it is asked.
-            if !response.bodySentWhole && response.headers["upload-offset"] == nil {
+            // So after any tus `PATCH`: tus 1.0.0 answers each with the new offset (a MUST), and an
+            // answer without it says nothing of what the server kept (it may hold none of it).
+            if response.headers["upload-offset"] == nil && (!response.bodySentWhole || agreed == .tus) {
                 return answeredBeforeTheBodyEnded()
             }
             conflicts = 0
