@@ -213,6 +213,9 @@ final class ResumableUploadPlanTests: XCTestCase {
             _ = p.first()
             guard case .failed(let e) = p.received(response(status)) else { return XCTFail() }
             XCTAssertTrue(e.retryable)
+            // True whether a retry is left or the job fails with it (then `retry` starts over):
+            // "the upload starts over" was the message of jobs that had failed.
+            XCTAssertTrue(e.message.hasSuffix("the upload URL is gone; a retry starts the upload over from byte 0"))
             XCTAssertNil(p.uploadURL)
             XCTAssertNil(p.agreed)
             XCTAssertEqual(p.offset, 0)

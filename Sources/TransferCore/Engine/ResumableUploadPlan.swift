@@ -407,7 +407,8 @@ struct ResumableUploadPlan: Equatable {
         forgetUpload()
         return .failed(
             TransferError(
-                .httpStatus, "HTTP \(status): the upload URL is gone; the upload starts over", retryable: true))
+                .httpStatus, "HTTP \(status): the upload URL is gone; a retry starts the upload over from byte 0",
+                retryable: true))
     }
 
     /// Forgets the server's upload: the next attempt creates a new one from byte 0.
