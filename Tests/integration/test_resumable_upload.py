@@ -491,6 +491,8 @@ def test_a_source_changed_between_two_appends_of_one_attempt_ends_it_without_a_m
     assert last["httpStatus"] is None and last["total"] is None and last["firstByte"] is None, last
     assert last["error"]["code"] == "source_changed" and last["bytes"] == 500_000, last
     assert job["bytes"] == 500_000, job
+    # The job's httpStatus is the last response's (the offset query's), not null (an outside audit).
+    assert job["httpStatus"] == sent[-1]["httpStatus"], (job["httpStatus"], sent[-1])
 
 
 def test_sha256_mismatch_fails_with_checksum_before_any_request(daemon, ietf):

@@ -783,7 +783,9 @@ public final class Engine: AttemptHost {
         let id = task.jobId
         ending[id]?.putHistory(task.historyEntry, at: task.historySeq)
         vanishing[id]?.putHistory(task.historyEntry, at: task.historySeq)
-        if let status = task.responseStatus {
+        // The attempt's last response: an earlier request's when the last one got none (a
+        // resumable upload whose source was found changed before its next append).
+        if let status = task.attemptStatus {
             var p = JobPatch()
             p.httpStatus = .some(status)
             write(task.jobId, p)
