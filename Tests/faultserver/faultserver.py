@@ -690,7 +690,9 @@ class Handler(socketserver.BaseRequestHandler):
             etag = "W/" + etag
         lastmod = None
         if not (q.has("lastmod") and not q.flag("lastmod")):
-            lastmod = http_date(last_modified_for(seed, generation))
+            # samelastmod=1: a new version keeps the first one's date (a file replaced within the
+            # same second): only its ETag tells the versions apart.
+            lastmod = http_date(last_modified_for(seed, 0 if q.flag("samelastmod") else generation))
         self.entry["seed"] = eff_seed
         self.entry["etag"] = etag
         self.entry["lastModified"] = lastmod

@@ -202,6 +202,21 @@ def test_a_206_of_another_version_is_never_spliced_the_download_starts_over(daem
     assert job["sha256"] == faultserver.sha256(size, "sp.v2") and job["attempts"] == 2
 
 
+def test_a_weak_etag_that_changed_under_the_same_date_is_never_spliced(daemon, faultserver, key):
+    # An outside audit: a weak ETag cannot go in If-Range, so the date does, which a version
+    # replaced within the same second keeps: its 206 is caught by its other ETag, not spliced.
+    size = 3_000_000
+    dest = daemon.work / "wv2.bin"
+    url = faultserver.url(size=size, seed="wk", key=key, drop=1_000_000, times=1, changeafter=1, weaketag=1,
+                          samelastmod=1)
+    id = daemon.download(url, "-o", dest, "--retries", "1")
+    daemon.wait_state(id, "completed", timeout=60)
+    log = faultserver.log(key)
+    assert log[1]["range"] == "bytes=1000000-" and log[1]["status"] == 206 and log[1]["seed"] == "wk.v2", log[1]
+    assert log[-1]["range"] is None and log[-1]["status"] == 200
+    assert sha256_file(dest) == faultserver.sha256(size, "wk.v2"), "bytes of two versions were spliced"
+
+
 def test_the_same_with_last_modified_only(daemon, faultserver, key):
     size = 3_000_000
     dest = daemon.work / "lm2.bin"

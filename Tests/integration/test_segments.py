@@ -245,6 +245,19 @@ def test_content_that_changes_between_ranged_requests_is_never_spliced(daemon, f
     assert _restarts(log) == 1, log
 
 
+def test_a_weak_etag_that_changes_under_the_same_date_is_never_spliced(daemon, faultserver, key):
+    # Found by an outside audit: with a weak ETag (which If-Range cannot carry) the ranges were
+    # asked with the date, and compared on it alone: a version replaced within the same second
+    # (same Last-Modified, another weak ETag) was spliced into the first one's bytes.
+    size = 8 * MiB
+    url = faultserver.url(size=size, key=key, slow=2 * MiB, changeafter=1, weaketag=1, samelastmod=1)
+    dest = daemon.work / "weak.bin"
+    id = daemon.download(url, "-x", "4", "-o", dest)
+    daemon.wait_state(id, "completed", timeout=60)
+    assert sha256_file(dest) == faultserver.sha256(size, seed="0.v2")
+    assert _restarts(faultserver.log(key)) == 1, faultserver.log(key)
+
+
 def _restarts(log) -> int:
     """The plain requests (no Range) after the first that got the whole file: restarts from 0."""
     return sum(1 for e in log[1:] if e["range"] is None and e["status"] == 200 and e["done"])

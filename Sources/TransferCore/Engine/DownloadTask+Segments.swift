@@ -72,6 +72,10 @@ extension DownloadTask {
     /// Whether a response's validators are the ones the part's bytes came with.
     func validatorsMatch(etag: String?, lastModified: String?) -> Bool {
         if let mine = record.etag, !mine.hasPrefix("W/") { return etag == mine }
+        // A weak ETag cannot go in If-Range, so the date did; but another ETag than the part's,
+        // weak or strong, is another version all the same (one replaced within the same second
+        // keeps its Last-Modified).
+        if let mine = record.etag, let theirs = etag, theirs != mine { return false }
         if let mine = record.lastModified { return lastModified == mine }
         return false
     }
