@@ -32,7 +32,7 @@ final class ByteBudgetTests: XCTestCase {
                     continue
                 }
                 let n = i == 0 ? chunk : otherChunk ?? chunk
-                if i == 0 { own.consumed += Int64(n) }
+                if i == 0 { own.take(n, now: t) }
                 budget.take(n, by: id)
                 got[i] += Int64(n)
                 next[i] = t + 1
@@ -47,6 +47,24 @@ final class ByteBudgetTests: XCTestCase {
             XCTAssertEqual(limited, 768 * 1024, accuracy: 768 * 1024 * 0.05, "chunk \(chunk)")
             XCTAssertEqual(limited + free, Double(2 << 20), accuracy: Double(2 << 20) * 0.05, "chunk \(chunk)")
         }
+    }
+
+    /// Found by an outside audit: time spent below the rate (held back by the daemon-wide limit,
+    /// a slow server) was saved up without bound, and then spent at full speed.
+    func testThatAnOwnLimitSavesUpAtMostASecondsWorth() {
+        var own = TokenBucket(rate: 1000, start: 0)
+        XCTAssertEqual(own.delay(now: 0), 0)
+        own.take(500, now: 0)
+        XCTAssertEqual(own.delay(now: 0), 500, "500 bytes owed at 1000 B/s")
+        XCTAssertEqual(own.delay(now: 500), 0)
+        // A minute without taking anything: one second's worth may pass at once, then the rate.
+        var taken = 0
+        while own.delay(now: 60_000) == 0 {
+            own.take(100, now: 60_000)
+            taken += 100
+        }
+        XCTAssertEqual(taken, 1100, "a second's worth and one more take")
+        XCTAssertEqual(own.delay(now: 60_000), 100)
     }
 
     func testThatATransferLimitedAboveItsShareGetsAboutHalf() {

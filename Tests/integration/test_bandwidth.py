@@ -259,3 +259,22 @@ def test_raising_a_limit_reaches_a_transfer_held_back_at_once(daemon, nginx, fau
     job = daemon.wait_state(id, "completed", timeout=30)
     assert time.monotonic() - t0 < 8, f"the raised limit reached it after {time.monotonic() - t0:.1f} s"
     assert job["attempts"] == 1, job
+
+
+def test_a_job_held_below_its_own_limit_does_not_catch_up_above_it_afterwards(daemon, nginx):
+    # Found by an outside audit: a job with --limit-rate 300K held at 1 KiB/s by the daemon-wide
+    # limit saved up its own budget for every second held, and when the limit was raised took
+    # ~20 s' worth in two seconds (22× its rate), where curl --limit-rate keeps to its rate.
+    daemon.cli("limit", "--download", "1K", check=0)
+    nginx.make_file("bw/credit.bin", 20 * MiB)
+    id = daemon.download(nginx.url("bw/credit.bin"), "-o", daemon.work / "credit.bin", "--limit-rate", "300K")
+    wait_until(lambda: daemon.job(id)["bytes"] > 0, 20, "the first burst")
+    time.sleep(6)
+    daemon.cli("limit", "--download", "8M", check=0)
+    start = daemon.job(id)["bytes"]
+    time.sleep(3)
+    moved = daemon.job(id)["bytes"] - start
+    daemon.cli("cancel", str(id))
+    # 3 s at 300 KiB/s, one second's worth saved up and a callback's worth of slack.
+    assert moved <= (3 + 1 + 0.5) * 300 * 1024, f"{moved} bytes in 3 s under --limit-rate 300K"
+    assert moved >= 2 * 300 * 1024, f"only {moved} bytes in 3 s: not at its own rate"

@@ -42,7 +42,10 @@ extension Engine {
             // Its share of the daemon-wide limit, as the budget's turns split it among the
             // transfers of its direction (one with a lower limit of its own leaves the rest).
             let share = all.map { limit in
-                let caps = tasks.values.filter { $0.isUpload == t.isUpload }.map { $0.limiter?.rate }
+                // Only transfers that draw on the budget: one waiting for a connection to its
+                // host (`--max-per-host`) takes no turn, and counted it halved the share shown.
+                let caps = tasks.values.filter { $0.isUpload == t.isUpload && ($0 === t || $0.openConnections > 0) }
+                    .map { $0.limiter?.rate }
                 return BandwidthGovernor.fairLevel(of: limit, caps: caps)
             }
             if let limit = [own, share].compactMap({ $0 }).min() { return limit }

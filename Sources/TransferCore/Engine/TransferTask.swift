@@ -431,7 +431,7 @@ class TransferTask {
             }
             return false
         }
-        limiter?.consumed += Int64(n)
+        limiter?.take(n, now: now)
         shared.take(n, by: ObjectIdentifier(self))
         return true
     }
@@ -460,17 +460,44 @@ class TransferTask {
     }
 }
 
-/// A byte budget growing at `rate` per second from `start` (ms, loop time).
+/// A transfer's own `--limit-rate`: a token bucket that fills at `rate` bytes a second up to
+/// ``burst`` (one second's worth) and that each callback's bytes are taken from, into debt. Time
+/// spent below the rate — held back by the daemon-wide limit, or by a slow server — saves up at
+/// most a second's worth: an unbounded credit let a job that had been held for a minute then take
+/// a minute's worth at full speed (found by an outside audit), where `curl --limit-rate` keeps to
+/// its rate.
 struct TokenBucket {
+    /// Bytes per second.
     let rate: Double
-    let start: UInt64
-    var consumed: Int64 = 0
+    /// The most bytes saved up while the transfer ran below its rate.
+    let burst: Double
+    /// Bytes that may pass now (negative: owed), as of `last`.
+    private var tokens: Double = 0
+    /// When (ms, loop time) `tokens` was last brought up to date.
+    private var last: UInt64
 
-    /// Milliseconds until the bytes consumed so far fit the budget; 0 when they do.
+    /// A bucket for `rate` bytes a second, empty at `start` (ms, loop time).
+    init(rate: Double, start: UInt64) {
+        self.rate = rate
+        self.burst = rate
+        self.last = start
+    }
+
+    /// The tokens at loop time `now`.
+    private func level(at now: UInt64) -> Double {
+        min(burst, tokens + rate * Double(now &- last) / 1000)
+    }
+
+    /// Milliseconds until the bytes taken so far fit the budget; 0 when they do.
     func delay(now: UInt64) -> UInt64 {
-        let allowed = rate * Double(now &- start) / 1000
-        let excess = Double(consumed) - allowed
-        return excess > 0 ? UInt64((excess / rate * 1000).rounded(.up)) : 0
+        let owed = -level(at: now)
+        return owed > 0 ? UInt64((owed / rate * 1000).rounded(.up)) : 0
+    }
+
+    /// Takes `n` bytes at loop time `now` (the budget may go into debt by one callback's bytes).
+    mutating func take(_ n: Int, now: UInt64) {
+        tokens = level(at: now) - Double(n)
+        last = now
     }
 }
 
