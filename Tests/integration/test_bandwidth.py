@@ -278,3 +278,26 @@ def test_a_job_held_below_its_own_limit_does_not_catch_up_above_it_afterwards(da
     # 3 s at 300 KiB/s, one second's worth saved up and a callback's worth of slack.
     assert moved <= (3 + 1 + 0.5) * 300 * 1024, f"{moved} bytes in 3 s under --limit-rate 300K"
     assert moved >= 2 * 300 * 1024, f"only {moved} bytes in 3 s: not at its own rate"
+
+
+def test_a_job_waiting_for_a_host_connection_does_not_halve_the_rate_shown(daemon, nginx):
+    # Found by an outside audit: a `-x 8` job holding all 8 connections to its host moved the whole
+    # 2 MiB/s limit, but showed (and `daemon status` summed) half of it: the job waiting for a
+    # connection to that host, which draws nothing, was counted in the share.
+    daemon.cli("limit", "--download", "2M", check=0)
+    nginx.make_file("bw/wide.bin", 40 * MiB)
+    nginx.make_file("bw/waits.bin", 4 * MiB)
+    wide = daemon.download(nginx.url("bw/wide.bin"), "-x", "8", "-o", daemon.work / "wide.bin")
+    wait_until(lambda: daemon.job(wide)["connections"] == 8, 20, "eight connections")
+    waits = daemon.download(nginx.url("bw/waits.bin"), "-o", daemon.work / "waits.bin")
+    time.sleep(3)
+    rates, totals = [], []
+    for _ in range(8):
+        job = daemon.job(waits)
+        assert job["state"] == "running" and job["connections"] == 0 and job["bytes"] == 0, job
+        rates.append(daemon.job(wide)["rate"])
+        totals.append(daemon.rpc_result("daemon.status")["rate"])
+        time.sleep(0.25)
+    daemon.cli("cancel", str(wide), str(waits))
+    assert sorted(rates)[len(rates) // 2] >= 1.6 * MiB, rates
+    assert sorted(totals)[len(totals) // 2] >= 1.6 * MiB, totals
