@@ -106,3 +106,40 @@ def test_a_refused_database_leaves_no_file_others_can_read(daemon, faultserver, 
     for f in daemon.database.parent.iterdir():
         if f.name.startswith(daemon.database.name):
             assert f.stat().st_mode & 0o077 == 0, f"{f.name} is {oct(f.stat().st_mode & 0o777)}"
+
+
+def test_a_directory_in_the_databases_place_is_refused_and_its_mode_left_alone(daemon_factory):
+    # Found by an outside audit: the daemon made it 0600 (untraversable) before refusing it.
+    d = daemon_factory(start=False)
+    d.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d.database.mkdir(mode=0o755)
+    d.database.chmod(0o755)
+    r = run_daemon(d)
+    assert r.returncode == 1 and str(d.database) in r.stderr, r
+    assert d.database.stat().st_mode & 0o777 == 0o755
+
+
+def test_an_unreadable_database_is_refused_not_made_readable(daemon, faultserver, key):
+    # Found by an outside audit: a database of mode 000 was made 0600 and opened. As another user
+    # than root (root reads it anyway) the daemon must refuse it, naming the file, and leave it so.
+    import os
+    import shutil
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root to run the daemon as nobody")
+    make_database(daemon, faultserver, key)
+    before = digest(daemon.database)
+    home = daemon.database.parent
+    for f in [home, *home.iterdir()]:
+        os.chown(f, 65534, 65534)
+    daemon.database.chmod(0o000)
+    parent_mode = home.parent.stat().st_mode & 0o777
+    home.parent.chmod(0o711)  # nobody passes through to its own home
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *daemon.command()],
+                       env=daemon.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    home.parent.chmod(parent_mode)
+    assert r.returncode == 1 and str(daemon.database) in r.stderr, r
+    assert daemon.database.stat().st_mode & 0o777 == 0, oct(daemon.database.stat().st_mode)
+    assert digest(daemon.database) == before
+    for f in [home, *home.iterdir()]:
+        os.chown(f, 0, 0)
+    daemon.database.chmod(0o600)

@@ -96,9 +96,16 @@ public final class Daemon {
         let pidText = "\(getpid())\n"
         _ = pidText.withCString { write(lockFD, $0, strlen($0)) }
 
-        // SQLite gives the WAL and shared-memory files the database's mode: made private first, so
-        // they are private too even when the database is refused below.
-        chmod(paths.database, 0o600)
+        // SQLite gives the WAL and shared-memory files the database's mode: a looser one is made
+        // private first, so they are private too even when the database is refused below. Only a
+        // regular file the owner may read and write: a stricter mode (000) or a directory in its
+        // place is the user's, left as it is and refused (SPEC: never rewritten).
+        var dbStat = stat()
+        if lstat(paths.database, &dbStat) == 0, (dbStat.st_mode & S_IFMT) == S_IFREG,
+            dbStat.st_mode & 0o077 != 0, dbStat.st_mode & 0o600 == 0o600
+        {
+            chmod(paths.database, 0o600)
+        }
         let store: JobStore
         do {
             store = try JobStore(path: paths.database)
