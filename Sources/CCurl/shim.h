@@ -11,6 +11,7 @@ typedef int (*aft_curl_xferinfo_cb)(void *clientp, curl_off_t dltotal, curl_off_
 typedef int (*aft_curl_socket_cb)(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
 typedef int (*aft_curl_timer_cb)(CURLM *multi, long timeout_ms, void *userp);
 typedef int (*aft_curl_seek_cb)(void *userp, curl_off_t offset, int origin);
+typedef int (*aft_curl_closesocket_cb)(void *clientp, curl_socket_t item);
 
 static inline CURLcode aft_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode aft_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -23,6 +24,7 @@ typedef int (*aft_curl_prereq_cb)(void *clientp, char *conn_primary_ip, char *co
 static inline CURLcode aft_easy_setopt_prereq_cb(CURL *h, aft_curl_prereq_cb v) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, v); }
 static inline CURLcode aft_easy_setopt_xferinfo_cb(CURL *h, aft_curl_xferinfo_cb v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
 static inline CURLcode aft_easy_setopt_seek_cb(CURL *h, aft_curl_seek_cb v) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, v); }
+static inline CURLcode aft_easy_setopt_closesocket_cb(CURL *h, aft_curl_closesocket_cb v) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, v); }
 
 /// A CURLOPT_SOCKOPTFUNCTION that sets SO_LINGER to {on, 0} on each connection it makes: closing
 /// the connection (an attempt stopped, the daemon stopped or killed) then resets it and drops the

@@ -69,6 +69,31 @@ def test_a_signal_stops_the_daemon_with_0_within_5_s_and_the_job_resumes_on_next
     assert sha256_file(dest) == faultserver.sha256(size, 31)
 
 
+def test_a_stopping_daemon_finishes_an_answer_to_a_client_on_a_descriptor_libcurl_had(daemon_factory):
+    # Found by an outside audit: jobs whose connections are refused make libcurl open and close a
+    # socket an attempt, and a client connecting next gets one of those descriptor numbers. At
+    # the stop the daemon closed the poll handles it kept for libcurl's closed sockets, which took
+    # the client's descriptor out of libuv's epoll set: the answer under way stalled (the CLI said
+    # "closed the connection" of a list it had queued), and libuv aborted on the next change.
+    import conftest
+    d = daemon_factory(args=("--max-active", "1"))
+    port = conftest._free_port()  # nothing listens there: every attempt is refused at once
+    requests = [{"url": f"http://127.0.0.1:{port}/f{i}?q={'a' * 100}", "destination": str(d.work / f"f{i}")}
+                for i in range(3000)]
+    d.rpc_result("transfer.addMany", {"requests": requests})
+    for round in range(4):
+        time.sleep(0.5)  # attempts refused meanwhile
+        with d.connect() as c:
+            c.send({"jsonrpc": "2.0", "id": 1, "method": "transfer.list"})
+            time.sleep(0.2)  # the answer (~2 MB) is under way and the client is not reading
+            os.kill(d.pid, signal.SIGTERM)
+            line = c.recv_line(timeout=10)
+        assert line is not None and line.endswith(b"}"), f"round {round}: {len(line or b'')} bytes, cut"
+        assert len(json.loads(line)["result"]) == 3000
+        assert d.proc.wait(timeout=10) == 0, f"round {round}:\n{d.log_tail()}"
+        d.start()
+
+
 def test_daemon_stop_from_the_cli_checkpoints_and_the_job_resumes(daemon, faultserver, key):
     size = 1_000_000
     dest = daemon.work / "ds.bin"

@@ -25,6 +25,8 @@ public final class CurlMulti {
     /// curl's gets the handle again (libuv allows one handle per descriptor, and these are
     /// stopped); all are closed with the multi.
     private var idle: [curl_socket_t: SocketWatch] = [:]
+    /// The poll handles libcurl watches now, by descriptor (``idle`` holds the parked ones).
+    private var active: [curl_socket_t: SocketWatch] = [:]
 
     /// One curl socket's poll handle. Retained by `curl_multi_assign` in the socket callback and
     /// released in its `CURL_POLL_REMOVE` branch (the one place), which parks it in ``idle``; the
@@ -35,6 +37,8 @@ public final class CurlMulti {
         unowned let owner: CurlMulti
         /// The libuv events libcurl wants now; 0 while the socket is parked (``idle``).
         var events: Int32 = 0
+        /// Whether its poll handle was closed (libcurl closed the socket: ``socketClosing(_:)``).
+        var closed = false
         init(fd: curl_socket_t, poll: UnsafeMutablePointer<uv_poll_t>, owner: CurlMulti) {
             self.fd = fd
             self.poll = poll
@@ -90,6 +94,12 @@ public final class CurlMulti {
     /// transfer failing at once would overtake; and not on curl's own timer, which is clamped to
     /// 1 ms (INTEROP) and so made every small file wait a millisecond or two before its request.
     public func add(_ easy: CurlEasy) -> Bool {
+        // Every socket of this multi's connections is closed through ``socketClosing(_:)``.
+        aft_easy_setopt_closesocket_cb(easy.handle) { clientp, s in
+            if let clientp { Unmanaged<CurlMulti>.fromOpaque(clientp).takeUnretainedValue().socketClosing(s) }
+            return Glibc.close(s) == 0 ? 0 : 1
+        }
+        aft_easy_setopt_pointer(easy.handle, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(self).toOpaque())
         guard curl_multi_add_handle(multi, easy.handle) == CURLM_OK else { return false }
         easy.isInMulti = true
         if !startPending {
@@ -122,14 +132,32 @@ public final class CurlMulti {
 
     // MARK: - curl → libuv
 
+    /// libcurl is about to close socket `s` (its `CURLOPT_CLOSESOCKETFUNCTION`): its poll handle,
+    /// parked or not, is closed now, while the descriptor is still libcurl's. Closed later — a
+    /// parked handle was closed with the multi — libuv takes the descriptor out of its epoll set,
+    /// and by then the kernel may have given that number to another handle: an RPC client's
+    /// socket was dropped from the set, so a stopping daemon's answer to it stalled, and libuv
+    /// aborted on its next change to that socket (found by an outside audit).
+    private func socketClosing(_ s: curl_socket_t) {
+        for watch in [idle.removeValue(forKey: s), active.removeValue(forKey: s)].compactMap({ $0 }) {
+            watch.closed = true
+            closeAndFree(watch.poll)
+        }
+    }
+
     private func socketEvent(_ s: curl_socket_t, _ what: Int32, _ socketp: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
             if let socketp {
                 let watch = Unmanaged<SocketWatch>.fromOpaque(socketp).takeRetainedValue()
+                curl_multi_assign(multi, s, nil)
+                guard !watch.closed else { return }
+                if active[s] === watch { active[s] = nil }
                 uv_poll_stop(watch.poll)
                 watch.events = 0
-                curl_multi_assign(multi, s, nil)
-                if let old = idle.updateValue(watch, forKey: s), old !== watch { closeAndFree(old.poll) }
+                if let old = idle.updateValue(watch, forKey: s), old !== watch {
+                    old.closed = true
+                    closeAndFree(old.poll)
+                }
             }
             return
         }
@@ -150,6 +178,7 @@ public final class CurlMulti {
             poll.pointee.data = opaque
             curl_multi_assign(multi, s, opaque)
         }
+        active[s] = watch
         var events: Int32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
@@ -173,7 +202,7 @@ public final class CurlMulti {
         if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
         // libcurl may park or release the watch inside socket_action: this reference keeps it.
         watch.owner.action(watch.fd, flags)
-        if status < 0, watch.events != 0 { uv_poll_start(watch.poll, watch.events, CurlMulti.polled) }
+        if status < 0, watch.events != 0, !watch.closed { uv_poll_start(watch.poll, watch.events, CurlMulti.polled) }
     }
 
     private func setTimeout(_ ms: Int) {
@@ -239,9 +268,16 @@ public final class CurlMulti {
     public func close() {
         guard !closed else { return }
         closed = true
+        // libcurl closes its cached connections here, each through ``socketClosing(_:)``, which
+        // closes its poll handle while the descriptor is still libcurl's.
         curl_multi_cleanup(multi)
-        for watch in idle.values { closeAndFree(watch.poll) }
+        // Handles left parked are of sockets libcurl closed without telling (it does not always
+        // use the close callback): their descriptors are closed or another handle's now, and
+        // closing such a handle would take that descriptor out of libuv's epoll set (an RPC
+        // client's: its answer stalled, and libuv aborted on its next change). They are stopped,
+        // so they keep the loop from nothing; they are left, not closed.
         idle = [:]
+        active = [:]
         uv_timer_stop(timer)
         closeAndFree(timer)
         startAdded.close()
