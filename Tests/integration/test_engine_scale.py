@@ -2,13 +2,14 @@
 the coalesced completion path, `kill -9` in the middle of them, the in-memory queue across restarts,
 and the defect of an empty part left behind by a failed attempt."""
 
+import json
 import os
 import random
 import time
 
 import pytest
 
-from conftest import sha256_file
+from conftest import sha256_file, wait_until
 
 
 def _crash_rng():
@@ -413,3 +414,31 @@ def test_a_slow_small_file_is_checkpointed_to_its_part_within_about_a_second(dae
     assert len(log) == 2, log
     m = (log[1]["range"] or "").removeprefix("bytes=").removesuffix("-")
     assert m.isdigit() and int(m) > 0, f"the restart did not resume from a checkpoint: {log[1]['range']}"
+
+
+def test_a_batch_answer_read_late_keeps_each_request_at_its_index_when_jobs_are_removed(daemon_factory):
+    # Found by an outside audit: the answer of a list sent in parts is read from the store a page
+    # at a time; jobs removed before their page was read were left out, so every later object
+    # moved to the index of an earlier request. A removed one is null in its place.
+    import conftest
+    d = daemon_factory(args=("--max-active", "1"))
+    port = conftest._free_port()  # nothing listens: the jobs are never fetched
+    requests = [{"url": f"http://127.0.0.1:{port}/f{i}?q={'a' * 100}", "destination": str(d.work / f"f{i}")}
+                for i in range(3000)]
+    with d.connect() as c:
+        assert c.call("transfer.addMany", {"batch": "b", "final": False, "requests": requests[:1500]})["result"] == {
+            "batch": "b", "received": 1500}
+        c.send({"jsonrpc": "2.0", "id": 9, "method": "transfer.addMany",
+                "params": {"batch": "b", "final": True, "requests": requests[1500:]}})
+        wait_until(lambda: len(d.rpc_result("transfer.list", {"limit": 3000})) == 3000, 20, "the batch queued")
+        first = min(j["id"] for j in d.rpc_result("transfer.list", {"limit": 1}))
+        removed = [first + 2000, first + 2500]
+        d.cli("remove", *map(str, removed), check=0)
+        resp = json.loads(c.recv_line(timeout=20))
+    jobs = resp["result"]["jobs"]
+    assert len(jobs) == 3000
+    for i, job in enumerate(jobs):
+        if first + i in removed:
+            assert job is None, (i, job)
+        else:
+            assert job["id"] == first + i and job["destination"] == str(d.work / f"f{i}"), (i, job)

@@ -131,12 +131,15 @@ final class JobArrayStream: RPCResultStream {
 }
 
 /// `{"jobs":[...]}` of jobs just queued with consecutive ids (a batch sent in parts), read from the
-/// store a page at a time: the batch's jobs are never all in memory at once.
+/// store a page at a time: the batch's jobs are never all in memory at once. A job removed before
+/// its page was read is `null` in its place, so that every later job keeps its request's index
+/// (they shifted, found by an outside audit).
 final class JobRangeStream: RPCResultStream {
     private let service: JobService
     private let ids: ClosedRange<Int64>
     private var after: Int64
-    private var written = 0
+    /// The id whose element is written next.
+    private var next: Int64
     private var started = false
 
     /// A stream of the jobs with ids in `ids`, in id order.
@@ -144,6 +147,12 @@ final class JobRangeStream: RPCResultStream {
         self.service = service
         self.ids = ids
         self.after = ids.lowerBound - 1
+        self.next = ids.lowerBound
+    }
+
+    private func element(_ writer: inout JobJSONWriter) {
+        if next > ids.lowerBound { writer.key(",") }
+        next += 1
     }
 
     func writeNext(into writer: inout JobJSONWriter) -> Bool {
@@ -154,13 +163,20 @@ final class JobRangeStream: RPCResultStream {
         let want = Int(min(Int64(JobListStream.pageSize), ids.upperBound - after))
         let page = want > 0 ? service.jobs(state: nil, after: after, limit: want) : []
         for job in page where job.id <= ids.upperBound {
-            if written > 0 { writer.key(",") }
+            while next < job.id {
+                element(&writer)
+                writer.key("null")
+            }
+            element(&writer)
             writer.write(job)
-            written += 1
         }
         if let last = page.last, page.count == want, last.id < ids.upperBound {
             after = last.id
             return false
+        }
+        while next <= ids.upperBound {
+            element(&writer)
+            writer.key("null")
         }
         writer.key("]}")
         return true
