@@ -258,6 +258,19 @@ def test_a_weak_etag_that_changes_under_the_same_date_is_never_spliced(daemon, f
     assert _restarts(faultserver.log(key)) == 1, faultserver.log(key)
 
 
+def test_a_416_to_a_later_range_starts_over_as_one_connection_does(daemon, faultserver, key):
+    # Found by an outside audit: a further connection's 416 (the file is shorter now) failed the
+    # job for good, where one connection starts over from byte 0 in the same attempt.
+    size, short = 8 * MiB, 1 * MiB
+    url = faultserver.url(size=size, key=key, slow=2 * MiB, shrinkafter=1, shrinkto=short)
+    dest = daemon.work / "shrunk.bin"
+    id = daemon.download(url, "-x", "4", "-o", dest)
+    job = daemon.wait_state(id, ("completed", "failed"), timeout=60)
+    assert job["state"] == "completed" and job["attempts"] == 1, job
+    assert any(e["status"] == 416 for e in faultserver.log(key)), faultserver.log(key)
+    assert sha256_file(dest) == faultserver.sha256(short, seed="0.short")
+
+
 def _restarts(log) -> int:
     """The plain requests (no Range) after the first that got the whole file: restarts from 0."""
     return sum(1 for e in log[1:] if e["range"] is None and e["status"] == 200 and e["done"])

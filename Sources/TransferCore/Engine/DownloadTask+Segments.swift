@@ -230,6 +230,13 @@ extension DownloadTask {
             startOver("a range got \(s) (or another version)")
             return false
         }
+        if s == 416 {
+            // The range is past the file's end: the file has another length now (a `206` covering
+            // the first bytes came before). As one connection does, the download starts over
+            // from byte 0 in this attempt instead of failing (found by an outside audit).
+            startOver("a range got 416 (the file has another length)")
+            return false
+        }
         c.failure = RetryPolicy.error(forHTTPStatus: s)
         return false
     }
