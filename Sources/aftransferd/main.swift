@@ -50,6 +50,7 @@ struct AFTransferDaemon: ParsableCommand {
     /// Parses the options and runs; bad usage exits 2 with the message and the usage, as the CLI
     /// does (argument-parser's default would be 64).
     static func main() {
+        Daemon.holdStopSignals()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -94,6 +94,26 @@ def test_a_stopping_daemon_finishes_an_answer_to_a_client_on_a_descriptor_libcur
         d.start()
 
 
+def test_a_signal_during_the_start_stops_the_daemon_with_0_once_it_is_up(daemon_factory):
+    # Found by an outside audit: the watchers of SIGTERM/SIGINT/SIGHUP were set up only after
+    # the lock, the database check and the recovery of the jobs (~100 ms with 20,000 jobs); a
+    # signal in that window ended the daemon by its default action, exit 143.
+    import conftest
+    d = daemon_factory(args=("--max-active", "1"))
+    port = conftest._free_port()
+    listing = d.work / "many.txt"
+    listing.write_text("".join(f"http://127.0.0.1:{port}/f{i}\tf{i}\n" for i in range(20000)))
+    d.cli("download", "-i", listing, "-d", d.work, check=0, timeout=120)
+    assert d.stop()[0] == 0
+    statuses = []
+    for delay in (0.03, 0.06, 0.1):
+        d.start(wait=False)
+        time.sleep(delay)
+        os.kill(d.pid, signal.SIGTERM)
+        statuses.append(d.proc.wait(timeout=20))
+    assert statuses == [0, 0, 0], f"exit statuses {statuses}:\n{d.log_tail()}"
+
+
 def test_daemon_stop_from_the_cli_checkpoints_and_the_job_resumes(daemon, faultserver, key):
     size = 1_000_000
     dest = daemon.work / "ds.bin"
