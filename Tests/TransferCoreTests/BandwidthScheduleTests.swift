@@ -45,6 +45,21 @@ final class BandwidthScheduleTests: XCTestCase {
         XCTAssertNotNil(BandwidthSchedule.parse("8:05,1.5M"))
     }
 
+    /// Found by an outside audit: a repeated time was refused as "not a schedule of 'HH:MM,RATE'
+    /// entries", though each entry was well formed.
+    func testThatARefusalSaysWhatIsWrong() {
+        func reason(_ text: String) -> String? {
+            if case .failure(let r) = BandwidthSchedule.parsed(text) { return r.reason }
+            return nil
+        }
+        XCTAssertEqual(reason("08:00,1M 8:00,2M"), "\"8:00\" is given twice")
+        XCTAssertEqual(reason("24:00,1M"), "\"24:00\" is not a time from 00:00 to 23:59")
+        XCTAssertEqual(reason("08:00,fast"), "\"fast\" is not a rate (or off)")
+        XCTAssertEqual(reason("08:00"), "\"08:00\" is not HH:MM,RATE")
+        XCTAssertEqual(reason(" "), "no entries")
+        XCTAssertNil(reason("08:00,1M 19:00,off"))
+    }
+
     func testThatTheGovernorFollowsTheScheduleOfAnInjectedClock() throws {
         let g = BandwidthGovernor()
         g.timeZone = utc

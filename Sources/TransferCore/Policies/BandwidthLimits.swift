@@ -50,11 +50,14 @@ public struct BandwidthLimits: Equatable, Sendable {
             if schedule.trimmingCharacters(in: .whitespaces).lowercased() == "off" {
                 next.schedule = nil
             } else {
-                guard let s = BandwidthSchedule.parse(schedule) else {
+                switch BandwidthSchedule.parsed(schedule) {
+                case .success(let s):
+                    next.schedule = s
+                case .failure(let refusal):
                     throw TransferError(
-                        .invalidRequest, "\(name("schedule")): not a schedule of 'HH:MM,RATE' entries: \(schedule)")
+                        .invalidRequest,
+                        "\(name("schedule")): \(refusal.reason) (a schedule is 'HH:MM,RATE' entries): \(schedule)")
                 }
-                next.schedule = s
                 next.download = nil
             }
         }

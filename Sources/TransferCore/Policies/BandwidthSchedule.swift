@@ -21,24 +21,43 @@ public struct BandwidthSchedule: Equatable, Sendable {
     /// Parses `HH:MM,RATE` entries separated by white space (RATE as `--limit-rate`, or `off`).
     /// - Returns: nil for anything malformed (no entries, a bad time or rate, a repeated time).
     public static func parse(_ text: String) -> BandwidthSchedule? {
+        if case .success(let s) = parsed(text) { return s }
+        return nil
+    }
+
+    /// Parses as ``parse(_:)``, or says what is wrong (`"08:00" is given twice`), for a refusal.
+    public static func parsed(_ text: String) -> Result<BandwidthSchedule, Refusal> {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
-        guard !words.isEmpty else { return nil }
+        guard !words.isEmpty else { return .failure(Refusal(reason: "no entries")) }
         var entries: [Entry] = []
         for word in words {
             let halves = word.split(separator: ",", omittingEmptySubsequences: false)
-            guard halves.count == 2, let minute = parseTime(halves[0]) else { return nil }
+            guard halves.count == 2 else { return .failure(Refusal(reason: "\"\(word)\" is not HH:MM,RATE")) }
+            guard let minute = parseTime(halves[0]) else {
+                return .failure(Refusal(reason: "\"\(halves[0])\" is not a time from 00:00 to 23:59"))
+            }
             let rateText = String(halves[1])
             let rate: Int64?
             if rateText.lowercased() == "off" {
                 rate = nil
             } else {
-                guard let r = RateParser.parse(rateText) else { return nil }
+                guard let r = RateParser.parse(rateText) else {
+                    return .failure(Refusal(reason: "\"\(rateText)\" is not a rate (or off)"))
+                }
                 rate = r
             }
-            guard !entries.contains(where: { $0.minute == minute }) else { return nil }
+            guard !entries.contains(where: { $0.minute == minute }) else {
+                return .failure(Refusal(reason: "\"\(halves[0])\" is given twice"))
+            }
             entries.append(Entry(minute: minute, rate: rate, rateText: rateText))
         }
-        return BandwidthSchedule(entries: entries.sorted { $0.minute < $1.minute })
+        return .success(BandwidthSchedule(entries: entries.sorted { $0.minute < $1.minute }))
+    }
+
+    /// Why a schedule was refused.
+    public struct Refusal: Error, Equatable {
+        /// What is wrong, for people.
+        public var reason: String
     }
 
     private init(entries: [Entry]) { self.entries = entries }
