@@ -891,3 +891,33 @@ def test_a_users_host_header_goes_only_to_the_jobs_own_host_as_in_curl(daemon, f
     assert faultserver.log(key)[0]["host"] == "example.test"
     second = faultserver.log(key + "-t")[0]["host"]
     assert second == ("example.test" if keeps else f"{to_host}:{faultserver.port}"), second
+
+
+def test_a_cli_of_another_user_is_told_so_at_once(daemon):
+    # Found by an outside audit: the daemon closes another uid's connection without a word, and
+    # the CLI said "aftransferd closed the connection" (`daemon stop` waited 10 s, then said the
+    # daemon "did not stop"). The CLI reads the daemon's uid from the socket and says so, exit 3.
+    import os
+    import shutil
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root to run the CLI as nobody")
+    # Only the directories nobody cannot pass through yet (the test's own); others keep their mode.
+    opened = [p for p in (daemon.home, *daemon.home.parents) if p.stat().st_mode & 0o001 == 0]
+    modes = {p: p.stat().st_mode & 0o7777 for p in opened}
+    try:
+        for p in opened:
+            p.chmod(modes[p] | 0o011)  # nobody passes through to the socket
+        daemon.socket.chmod(0o666)
+        for args in (("list",), ("daemon", "stop"), ("daemon", "status")):
+            started = time.monotonic()
+            r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", daemon.cli_exe, *args,
+                                "--home", str(daemon.home), "--no-autostart"],
+                               capture_output=True, text=True, timeout=30, env=daemon.env)
+            assert r.returncode == 3, (args, r)
+            assert "runs as another user (uid 0)" in r.stderr, (args, r.stderr)
+            assert time.monotonic() - started < 5, args
+    finally:
+        daemon.socket.chmod(0o600)
+        for p, m in modes.items():
+            p.chmod(m)
+    assert daemon.running and "result" in daemon.rpc("daemon.status")

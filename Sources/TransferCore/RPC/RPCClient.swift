@@ -9,6 +9,8 @@ import Foundation
 public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No daemon answers at `path` (no socket, a stale socket, or no permission).
     case unreachable(path: String, reason: String)
+    /// The daemon at `path` runs as another user (`uid`), and serves only its own user.
+    case foreignDaemon(path: String, uid: UInt32)
     /// The daemon closed the connection before answering.
     case connectionClosed
     /// The daemon did not answer within the client's timeout.
@@ -23,6 +25,8 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unreachable(let path, let reason):
             return "cannot reach aftransferd at \(path): \(reason)"
+        case .foreignDaemon(let path, let uid):
+            return "the aftransferd at \(path) runs as another user (uid \(uid)) and serves only that user"
         case .connectionClosed:
             return "aftransferd closed the connection"
         case .timeout(let method):
@@ -95,7 +99,17 @@ public final class RPCClient {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw ClientError.io(operation: "socket", errno: errno) }
             let result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
-            if result == 0 { return RPCClient(fd: fd, path: path, timeout: timeout) }
+            if result == 0 {
+                // The daemon serves only its own uid (SO_PEERCRED) and closes anyone else's
+                // connection without a word: said here instead ("closed the connection", and
+                // `daemon stop` waited 10 s for a daemon it could not stop).
+                let peer = aft_peer_uid(fd)
+                if peer >= 0, peer != Int(geteuid()) {
+                    _ = Glibc.close(fd)
+                    throw ClientError.foreignDaemon(path: path, uid: UInt32(peer))
+                }
+                return RPCClient(fd: fd, path: path, timeout: timeout)
+            }
             let code = errno
             _ = Glibc.close(fd)
             // An interrupted connect goes on in the background; a fresh socket is simpler than

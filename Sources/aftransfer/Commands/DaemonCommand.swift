@@ -57,7 +57,11 @@ struct DaemonCommand: ParsableCommand {
 
         func run() throws {
             let paths = global.paths
-            guard let client = try? RPCClient.connect(path: paths.socket) else {
+            let client: RPCClient
+            do {
+                client = try RPCClient.connect(path: paths.socket)
+            } catch let error as ClientError {
+                if case .foreignDaemon = error { throw CLIFailure(CLIFailure.unreachable, error.description) }
                 Console.out("aftransferd is not running")
                 return
             }
@@ -104,7 +108,11 @@ struct DaemonCommand: ParsableCommand {
 
         func run() throws {
             let paths = global.paths
-            guard let client = try? RPCClient.connect(path: paths.socket) else {
+            let client: RPCClient
+            do {
+                client = try RPCClient.connect(path: paths.socket)
+            } catch let error as ClientError {
+                if case .foreignDaemon = error { throw CLIFailure(CLIFailure.unreachable, error.description) }
                 throw CLIFailure(
                     CLIFailure.unreachable, "aftransferd is not running (no daemon answers on \(paths.socket))")
             }
