@@ -18,6 +18,11 @@ final class RedirectPolicyTests: XCTestCase {
     func testThatARedirectToAnotherSchemeIsRefused() {
         guard case .failure(let e) = next("http://a/x", "ftp://a/y") else { return XCTFail("followed") }
         XCTAssertEqual(e.code, .redirect)
+        // A file: URL has no host: named by its scheme too, not as "an invalid URL" (an audit).
+        guard case .failure(let f) = next("http://a/x", "file:///etc/passwd") else { return XCTFail("followed") }
+        XCTAssertEqual(f.message, "redirect to a file: URL refused")
+        guard case .failure(let g) = next("http://a/x", "http:///nohost") else { return XCTFail("followed") }
+        XCTAssertEqual(g.message, "redirect to an invalid URL")
     }
 
     func testThatTheEleventhRedirectIsRefused() {

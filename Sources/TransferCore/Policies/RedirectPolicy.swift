@@ -26,13 +26,15 @@ public enum RedirectPolicy {
         if followed >= maxRedirects {
             return .failure(TransferError(.redirect, "more than \(maxRedirects) redirects", retryable: false))
         }
-        guard let target = URLComponents(string: location), let scheme = target.scheme?.lowercased(),
-            let host = target.host, !host.isEmpty
-        else {
+        guard let target = URLComponents(string: location), let scheme = target.scheme?.lowercased() else {
             return .failure(TransferError(.redirect, "redirect to an invalid URL", retryable: false))
         }
+        // The scheme first: `file:///etc/passwd` has no host, and is refused as a file: URL.
         guard scheme == "http" || scheme == "https" else {
             return .failure(TransferError(.redirect, "redirect to a \(scheme): URL refused", retryable: false))
+        }
+        guard let host = target.host, !host.isEmpty else {
+            return .failure(TransferError(.redirect, "redirect to an invalid URL", retryable: false))
         }
         if downgrades(from: from, to: location) {
             return .failure(TransferError(.redirect, "redirect from https to http refused", retryable: false))
