@@ -20,6 +20,14 @@ final class CurlErrorClassifierTests: XCTestCase {
         }
     }
 
+    /// An outside audit: an upload on a kept-alive connection the server closed failed with
+    /// "curl: (65) seek callback returned error 2", which says nothing of what happened.
+    func testThatARefusedRewindSaysTheConnectionClosedBeforeAnAnswer() {
+        let error = classify(CURLE_SEND_FAIL_REWIND, "seek callback returned error 2")
+        XCTAssertTrue(error.message.hasPrefix("the connection closed before the server answered"), error.message)
+        XCTAssertTrue(error.message.hasSuffix("curl: (65) seek callback returned error 2"), error.message)
+    }
+
     func testThatATimeoutIsARetryableTimeout() {
         XCTAssertEqual(classify(CURLE_OPERATION_TIMEDOUT), TransferError(.timeout, "curl: (28) boom", retryable: true))
     }

@@ -551,3 +551,16 @@ def test_a_response_file_that_appeared_meanwhile_keeps_the_servers_answer_in_the
     part = daemon.work / "answer.json.aftpart"
     assert str(part) in job["error"]["message"], job
     assert json.loads(part.read_text())["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+
+
+@pytest.mark.daemon_args("--stall-timeout", "2")
+def test_an_upload_never_answered_has_no_first_byte_in_its_history(daemon, faultserver, key):
+    # Found by an outside audit: without an answer the entry took libcurl's time to the first
+    # byte *sent* (libcurl 7.88), so `status` showed "first byte 1ms" for a server that never spoke.
+    src = daemon.work / "unanswered.bin"
+    write_random_file(src, 10_000)
+    id = daemon.upload(src, faultserver.url("/upload", key=key, delay=20), "--retries", "0", "--resumable", "off")
+    job = daemon.wait_state(id, ("failed", "completed"), timeout=30)
+    assert job["state"] == "failed" and job["error"]["code"] == "timeout", job
+    entry = job["history"][0]
+    assert entry["httpStatus"] is None and entry["firstByte"] == 0, entry

@@ -111,6 +111,8 @@ public final class CurlEasy {
     /// free connection to the host (`--max-per-host`), which libcurl's own timers leave out.
     private var addedAt: Double?
     private var firstResponseAt: Double?
+    /// Whether the request sends a body (libcurl's first-byte time is then the first byte *sent*).
+    private var sendsBody = false
 
     /// The status line of a final response came (not an interim `100` or `104`, which may come
     /// long before the answer): the first one is the timeline's `firstByte`. Called by the header
@@ -188,6 +190,7 @@ public final class CurlEasy {
         case .bodiless(let method):
             set(CURLOPT_CUSTOMREQUEST, method)
         case .upload(let method, let length, let bufferSize):
+            sendsBody = true
             enableRead(bufferSize: bufferSize)
             switch method {
             case "POST":
@@ -304,10 +307,12 @@ public final class CurlEasy {
 
     /// The timeline of the transfer (Alamofire's `Timeline`), in seconds. `firstByte` is the time
     /// to the final response's status line, measured here (libcurl's `CURLINFO_STARTTRANSFER_TIME` is
-    /// the first byte sent for an upload); without a response, libcurl's, as before.
+    /// the first byte sent for an upload); without a response, 0 for a request with a body (no
+    /// first byte came; libcurl's would be the first byte sent), else libcurl's (0 then too).
     public var timeline: CurlTimeline {
         let total = info(double: CURLINFO_TOTAL_TIME)
         var firstByte = info(double: CURLINFO_STARTTRANSFER_TIME)
+        if firstResponseAt == nil && sendsBody { firstByte = 0 }
         if let addedAt, let firstResponseAt {
             // Clocks a few microseconds apart: never past libcurl's total.
             firstByte = min(max(0, firstResponseAt - addedAt), total ?? .infinity)

@@ -40,7 +40,13 @@ public enum CurlErrorClassifier {
     public static func error(curlCode: Int32, message: String, reusedConnection: Bool = false) -> TransferError {
         let code = CURLcode(rawValue: UInt32(bitPattern: curlCode))
         let text = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
-        let fullMessage = "curl: (\(curlCode)) \(text)"
+        var fullMessage = "curl: (\(curlCode)) \(text)"
+        if code == CURLE_SEND_FAIL_REWIND {
+            // libcurl's words ("seek callback returned error 2") say nothing of what happened.
+            fullMessage =
+                "the connection closed before the server answered; a request body is not sent again "
+                + "within an attempt (the server may have read it): \(fullMessage)"
+        }
         var (errorCode, retryable) = classify(code, message: text)
         if reusedConnection && errorCode == .network && !retryable
             && (code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_WEIRD_SERVER_REPLY)
