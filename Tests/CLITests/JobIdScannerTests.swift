@@ -28,6 +28,15 @@ final class JobIdScannerTests: XCTestCase {
         XCTAssertEqual(scan(#"{"jobs":[{"url":"id","id":3,"x":"id"}]}"#), [3])
     }
 
+    /// A job removed before the daemon wrote its object is `null` (`docs/rpc.md`): its id is
+    /// implied by its place among the batch's consecutive ids.
+    func testThatANullElementGetsTheIdItsPlaceImplies() {
+        for chunk in [1, 3, 64] {
+            XCTAssertEqual(scan(#"{"jobs":[{"id":7},null,{"id":9},null]}"#, chunk: chunk), [7, 8, 9, 10])
+            XCTAssertEqual(scan(#"{"jobs":[null, null,{"id":9}]}"#, chunk: chunk), [7, 8, 9])
+        }
+    }
+
     func testThatAnEmptyListHasNoIds() {
         XCTAssertEqual(scan(#"{"jobs":[]}"#), [])
     }

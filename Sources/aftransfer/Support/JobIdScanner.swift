@@ -40,8 +40,17 @@ struct JobIdScanner {
         }
     }
 
-    /// The ids in order, or nil if the result was not a complete `{"jobs":[…]}`.
-    var ids: [Int64]? { broken || !done ? nil : found }
+    /// The ids in order, or nil if the result was not a complete `{"jobs":[…]}`. A job removed
+    /// before the daemon wrote its object is `null` there (`docs/rpc.md`): its id is the one
+    /// between its neighbours' (a batch's ids are consecutive).
+    var ids: [Int64]? { broken || !done ? nil : Self.filled(found) }
+
+    /// `ids` with each 0 (a `null` element) given the id its place implies among consecutive ids.
+    static func filled(_ ids: [Int64]) -> [Int64] {
+        guard let known = ids.firstIndex(where: { $0 != 0 }) else { return ids }
+        let first = ids[known] - Int64(known)
+        return ids.indices.map { ids[$0] != 0 ? ids[$0] : first + Int64($0) }
+    }
 
     private mutating func step(_ b: UInt8) {
         if string.isOpen {
@@ -73,6 +82,8 @@ struct JobIdScanner {
             return
         }
         switch b {
+        case UInt8(ascii: "n") where depth == 2:
+            found.append(0)  // `null`: a job removed before its object was written (``ids``)
         case UInt8(ascii: "\""):
             string.open()
             idMatched = 0

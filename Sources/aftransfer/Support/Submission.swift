@@ -89,7 +89,9 @@ struct Submission {
         }
 
         // Decoded once as a whole: one decoder for thousands of jobs, not one each.
-        let jobs = try JSONValue.array(added).decode(as: [JobSnapshot].self)
+        // A job removed before its object was written (`null`) is not followed: it did not complete.
+        let jobs = try JSONValue.array(added.filter { $0 != .null }).decode(as: [JobSnapshot].self)
+        let removedEarly = added.count - jobs.count
         let follower = JobFollower(client: client, jobs: jobs, subscribed: subscribed)
         if Console.Stream.stderr.isTerminal { Console.endLineOnInterrupt(.stderr) }
         try follower.follow(drawingOn: ProgressRenderer(stream: .stderr, showNames: jobs.count > 1))
@@ -101,6 +103,9 @@ struct Submission {
                 return try fresh ?? JSONValue(encoding: job)
             }
             try JSONOutput.print(isList ? .array(finalObjects) : finalObjects[0])
+        }
+        if removedEarly > 0 {
+            throw CLIFailure(CLIFailure.jobFailed, "\(removedEarly) of the jobs were removed before they were reported")
         }
         if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
     }
@@ -178,14 +183,17 @@ struct Submission {
         return Added(jobs: jobs, ids: try Self.ids(of: jobs))
     }
 
-    /// The ids of the new jobs' objects.
+    /// The ids of the new jobs' objects; a `null` (a job removed before its object was written)
+    /// gets the id its place implies (``JobIdScanner/filled(_:)``).
     private static func ids(of jobs: [JSONValue]) throws -> [Int64] {
-        try jobs.map { job in
-            guard case .int(let id)? = job["id"] else {
-                throw ClientError.protocolViolation("a job object without an id")
-            }
-            return id
-        }
+        JobIdScanner.filled(
+            try jobs.map { job in
+                if job == .null { return 0 }
+                guard case .int(let id)? = job["id"] else {
+                    throw ClientError.protocolViolation("a job object without an id")
+                }
+                return id
+            })
     }
 
     /// A refusal's message for people: the item it names first (`urls.txt line 3: `), in place
