@@ -69,7 +69,10 @@ def test_a_signal_stops_the_daemon_with_0_within_5_s_and_the_job_resumes_on_next
     assert sha256_file(dest) == faultserver.sha256(size, 31)
 
 
-def test_a_stopping_daemon_finishes_an_answer_to_a_client_on_a_descriptor_libcurl_had(daemon_factory):
+# A name goes through libcurl's threaded resolver too, whose socket pair it closes without its
+# close callback (a code review).
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_stopping_daemon_finishes_an_answer_to_a_client_on_a_descriptor_libcurl_had(daemon_factory, host):
     # Found by an outside audit: jobs whose connections are refused make libcurl open and close a
     # socket an attempt, and a client connecting next gets one of those descriptor numbers. At
     # the stop the daemon closed the poll handles it kept for libcurl's closed sockets, which took
@@ -78,7 +81,7 @@ def test_a_stopping_daemon_finishes_an_answer_to_a_client_on_a_descriptor_libcur
     import conftest
     d = daemon_factory(args=("--max-active", "1"))
     port = conftest._free_port()  # nothing listens there: every attempt is refused at once
-    requests = [{"url": f"http://127.0.0.1:{port}/f{i}?q={'a' * 100}", "destination": str(d.work / f"f{i}")}
+    requests = [{"url": f"http://{host}:{port}/f{i}?q={'a' * 100}", "destination": str(d.work / f"f{i}")}
                 for i in range(3000)]
     d.rpc_result("transfer.addMany", {"requests": requests})
     for round in range(4):

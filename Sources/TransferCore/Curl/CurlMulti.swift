@@ -132,12 +132,13 @@ public final class CurlMulti {
 
     // MARK: - curl → libuv
 
-    /// libcurl is about to close socket `s` (its `CURLOPT_CLOSESOCKETFUNCTION`): its poll handle,
-    /// parked or not, is closed now, while the descriptor is still libcurl's. Closed later — a
-    /// parked handle was closed with the multi — libuv takes the descriptor out of its epoll set,
-    /// and by then the kernel may have given that number to another handle: an RPC client's
-    /// socket was dropped from the set, so a stopping daemon's answer to it stalled, and libuv
-    /// aborted on its next change to that socket (found by an outside audit).
+    /// libcurl is about to close socket `s` (its `CURLOPT_CLOSESOCKETFUNCTION`, called after the
+    /// socket callback's `CURL_POLL_REMOVE`): its poll handle, parked or not, is closed now, while
+    /// the descriptor is still libcurl's. Closed later — parked handles were closed with the
+    /// multi — libuv takes the descriptor number out of its epoll set, and by then the kernel may
+    /// have given that number to another handle: an RPC client's socket was dropped from the set,
+    /// so a stopping daemon's answer to it stalled, and libuv aborted on its next change to that
+    /// socket (found by an outside audit).
     private func socketClosing(_ s: curl_socket_t) {
         for watch in [idle.removeValue(forKey: s), active.removeValue(forKey: s)].compactMap({ $0 }) {
             watch.closed = true
@@ -161,9 +162,16 @@ public final class CurlMulti {
             }
             return
         }
+        var assigned = socketp.map { Unmanaged<SocketWatch>.fromOpaque($0) }
+        if let closed = assigned, closed.takeUnretainedValue().closed {
+            // Its socket was closed (``socketClosing(_:)``) and the number is a new socket's:
+            // never started again (its handle is closing); the new socket gets a handle of its own.
+            closed.release()
+            assigned = nil
+        }
         let watch: SocketWatch
-        if let socketp {
-            watch = Unmanaged<SocketWatch>.fromOpaque(socketp).takeUnretainedValue()
+        if let assigned {
+            watch = assigned.takeUnretainedValue()
         } else if let parked = idle.removeValue(forKey: s) {
             watch = parked
             curl_multi_assign(multi, s, Unmanaged.passRetained(watch).toOpaque())
@@ -271,11 +279,15 @@ public final class CurlMulti {
         // libcurl closes its cached connections here, each through ``socketClosing(_:)``, which
         // closes its poll handle while the descriptor is still libcurl's.
         curl_multi_cleanup(multi)
-        // Handles left parked are of sockets libcurl closed without telling (it does not always
-        // use the close callback): their descriptors are closed or another handle's now, and
-        // closing such a handle would take that descriptor out of libuv's epoll set (an RPC
-        // client's: its answer stalled, and libuv aborted on its next change). They are stopped,
-        // so they keep the loop from nothing; they are left, not closed.
+        // Handles left parked are of sockets libcurl closed without its close callback (the
+        // threaded resolver's socket pair, say): closing one takes its descriptor number out of
+        // libuv's epoll set, which is harmless only while no one holds that number; held by
+        // another handle now (an RPC client's: its answer stalled, and libuv aborted on its next
+        // change), the stopped handle is left as it is (it keeps the loop from nothing).
+        for watch in idle.values where fcntl(watch.fd, F_GETFD) == -1 && errno == EBADF {
+            watch.closed = true
+            closeAndFree(watch.poll)
+        }
         idle = [:]
         active = [:]
         uv_timer_stop(timer)
