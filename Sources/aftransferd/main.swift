@@ -50,7 +50,8 @@ struct AFTransferDaemon: ParsableCommand {
     /// Parses the options and runs; bad usage exits 2 with the message and the usage, as the CLI
     /// does (argument-parser's default would be 64).
     static func main() {
-        Daemon.holdStopSignals()
+        // From the first line: a stop signal during the start waits for the daemon (``SignalHold``).
+        _ = SignalHold()
         do {
             var command = try parseAsRoot()
             try command.run()

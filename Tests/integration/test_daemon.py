@@ -109,8 +109,15 @@ def test_a_signal_during_the_start_stops_the_daemon_with_0_once_it_is_up(daemon_
     d.cli("download", "-i", listing, "-d", d.work, check=0, timeout=120)
     assert d.stop()[0] == 0
     statuses = []
-    for delay in (0.03, 0.06, 0.1):
+
+    def holds_sigterm() -> bool:  # past the dynamic loader: aftransferd's first line has run
+        with open(f"/proc/{d.pid}/status") as f:
+            blocked = next(int(line.split()[1], 16) for line in f if line.startswith("SigBlk:"))
+        return bool(blocked & (1 << (signal.SIGTERM - 1)))
+
+    for delay in (0.0, 0.03, 0.06):
         d.start(wait=False)
+        wait_until(holds_sigterm, 10, "the stop signals held", interval=0.001)
         time.sleep(delay)
         os.kill(d.pid, signal.SIGTERM)
         statuses.append(d.proc.wait(timeout=20))

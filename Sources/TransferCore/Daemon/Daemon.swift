@@ -45,21 +45,6 @@ public final class Daemon {
         }
     }
 
-    /// Blocks SIGTERM, SIGINT and SIGHUP (the calling thread's, inherited by threads it starts)
-    /// until ``run(_:)`` has set up their watchers, which then stop the daemon as usual: during
-    /// the start (parsing the options, taking the lock, checking the database, recovering the
-    /// jobs) their default action ended it with 143 (found by an outside audit). `aftransferd`
-    /// calls it first thing.
-    /// - Returns: the signals blocked.
-    @discardableResult
-    public static func holdStopSignals() -> sigset_t {
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        for sig in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stopSignals, sig) }
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
-        return stopSignals
-    }
-
     private func fail(_ message: String) -> Int32 {
         Log.plain("aftransferd: \(message)")
         return 1
@@ -80,8 +65,9 @@ public final class Daemon {
         // job (`io`); by default its signal would kill the daemon, and every restart again.
         // (libuv's children, the hooks, get every signal's default back.)
         signal(SIGXFSZ, SIG_IGN)
-        var stopSignals = Self.holdStopSignals()
-        defer { pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil) }
+        // Held until their watchers are set up below (``SignalHold``).
+        let stopSignals = SignalHold()
+        defer { stopSignals.end() }
         Log.buffer()
         defer { Log.flush() }
         inheritedListener = SocketActivation.takeListener()
@@ -187,7 +173,7 @@ public final class Daemon {
                         self.shutdown()
                     })
             }
-            pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+            stopSignals.unblock()
             engine.start()
         } catch {
             shutdown()
