@@ -79,6 +79,21 @@ public final class RPCClient {
         self.fd = fd
         self.path = path
         self.timeout = timeout
+        let peer = aft_peer_uid(fd)
+        peerUID = peer >= 0 ? UInt32(peer) : nil
+    }
+
+    /// The uid of the process that listens on the socket (SO_PEERCRED), when the kernel says.
+    private let peerUID: UInt32?
+
+    /// The error of a connection the daemon closed: when the socket is another user's, that
+    /// daemon refused this user (it serves only its own uid, and closes anyone else's connection
+    /// without a word), which is said instead ("closed the connection", and `daemon stop` waited
+    /// 10 s for a daemon it could not stop: found by an outside audit). Only then: a socket
+    /// that a system unit opened as root for the user's daemon answers as usual.
+    private var closedError: ClientError {
+        if let peerUID, peerUID != getuid() { return .foreignDaemon(path: path, uid: peerUID) }
+        return .connectionClosed
     }
 
     deinit {
@@ -99,17 +114,7 @@ public final class RPCClient {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw ClientError.io(operation: "socket", errno: errno) }
             let result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
-            if result == 0 {
-                // The daemon serves only its own uid (SO_PEERCRED) and closes anyone else's
-                // connection without a word: said here instead ("closed the connection", and
-                // `daemon stop` waited 10 s for a daemon it could not stop).
-                let peer = aft_peer_uid(fd)
-                if peer >= 0, peer != Int(geteuid()) {
-                    _ = Glibc.close(fd)
-                    throw ClientError.foreignDaemon(path: path, uid: UInt32(peer))
-                }
-                return RPCClient(fd: fd, path: path, timeout: timeout)
-            }
+            if result == 0 { return RPCClient(fd: fd, path: path, timeout: timeout) }
             let code = errno
             _ = Glibc.close(fd)
             // An interrupted connect goes on in the background; a fresh socket is simpler than
@@ -387,7 +392,7 @@ public final class RPCClient {
                 let n = Glibc.send(fd, base + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
                 if n < 0 {
                     if errno == EINTR { continue }
-                    if errno == EPIPE || errno == ECONNRESET { throw ClientError.connectionClosed }
+                    if errno == EPIPE || errno == ECONNRESET { throw closedError }
                     throw ClientError.io(operation: "send", errno: errno)
                 }
                 offset += n
@@ -425,10 +430,10 @@ public final class RPCClient {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
-                if errno == ECONNRESET { throw ClientError.connectionClosed }
+                if errno == ECONNRESET { throw closedError }
                 throw ClientError.io(operation: "read", errno: errno)
             }
-            if n == 0 { throw ClientError.connectionClosed }
+            if n == 0 { throw closedError }
             chunk.removeSubrange(n...)
             return chunk
         }

@@ -57,11 +57,7 @@ struct DaemonCommand: ParsableCommand {
 
         func run() throws {
             let paths = global.paths
-            let client: RPCClient
-            do {
-                client = try RPCClient.connect(path: paths.socket)
-            } catch let error as ClientError {
-                if case .foreignDaemon = error { throw CLIFailure(CLIFailure.unreachable, error.description) }
+            guard let client = try? RPCClient.connect(path: paths.socket) else {
                 Console.out("aftransferd is not running")
                 return
             }
@@ -108,11 +104,7 @@ struct DaemonCommand: ParsableCommand {
 
         func run() throws {
             let paths = global.paths
-            let client: RPCClient
-            do {
-                client = try RPCClient.connect(path: paths.socket)
-            } catch let error as ClientError {
-                if case .foreignDaemon = error { throw CLIFailure(CLIFailure.unreachable, error.description) }
+            guard let client = try? RPCClient.connect(path: paths.socket) else {
                 throw CLIFailure(
                     CLIFailure.unreachable, "aftransferd is not running (no daemon answers on \(paths.socket))")
             }
