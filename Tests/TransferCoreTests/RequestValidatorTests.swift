@@ -301,8 +301,12 @@ final class RequestValidatorTests: XCTestCase {
         var r = download()
         r.headers = ["Accept-Encoding: gzip"]
         assertRefused(r, mentioning: "header Accept-Encoding")
-        r.headers = ["accept-encoding: Identity"]
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        for same in ["accept-encoding: Identity", "Accept-Encoding: identity;q=1", "Accept-Encoding:"] {
+            r.headers = [same]
+            XCTAssertNoThrow(try RequestValidator.validate(r), same)
+        }
+        r.headers = ["Accept-Encoding: identity, gzip"]
+        assertRefused(r, mentioning: "header Accept-Encoding")
         var u = upload()
         u.headers = ["Accept-Encoding: gzip"]
         XCTAssertNoThrow(try RequestValidator.validate(u))

@@ -129,17 +129,19 @@ def test_an_unreadable_database_is_refused_not_made_readable(daemon, faultserver
     make_database(daemon, faultserver, key)
     before = digest(daemon.database)
     home = daemon.database.parent
-    for f in [home, *home.iterdir()]:
-        os.chown(f, 65534, 65534)
-    daemon.database.chmod(0o000)
-    parent_mode = home.parent.stat().st_mode & 0o777
-    home.parent.chmod(0o711)  # nobody passes through to its own home
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *daemon.command()],
-                       env=daemon.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
-    home.parent.chmod(parent_mode)
-    assert r.returncode == 1 and str(daemon.database) in r.stderr, r
-    assert daemon.database.stat().st_mode & 0o777 == 0, oct(daemon.database.stat().st_mode)
-    assert digest(daemon.database) == before
-    for f in [home, *home.iterdir()]:
-        os.chown(f, 0, 0)
-    daemon.database.chmod(0o600)
+    parent_mode = home.parent.stat().st_mode & 0o7777
+    try:
+        for f in [home, *home.iterdir()]:
+            os.chown(f, 65534, 65534)
+        daemon.database.chmod(0o000)
+        home.parent.chmod(parent_mode | 0o011)  # nobody passes through to its own home
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *daemon.command()],
+                           env=daemon.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        assert r.returncode == 1 and str(daemon.database) in r.stderr, r
+        assert daemon.database.stat().st_mode & 0o777 == 0, oct(daemon.database.stat().st_mode)
+        assert digest(daemon.database) == before
+    finally:
+        home.parent.chmod(parent_mode)
+        for f in [home, *home.iterdir()]:
+            os.chown(f, 0, 0)
+        daemon.database.chmod(0o600)

@@ -901,8 +901,10 @@ def test_a_cli_of_another_user_is_told_so_at_once(daemon):
     import shutil
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root to run the CLI as nobody")
-    # Only the directories nobody cannot pass through yet (the test's own); others keep their mode.
-    opened = [p for p in (daemon.home, *daemon.home.parents) if p.stat().st_mode & 0o001 == 0]
+    # Only the test's own directories (its root and below) that nobody cannot pass through yet.
+    root = daemon.root
+    opened = [p for p in (daemon.home, *daemon.home.parents)
+              if (p == root or root in p.parents) and p.stat().st_mode & 0o001 == 0]
     modes = {p: p.stat().st_mode & 0o7777 for p in opened}
     try:
         for p in opened:

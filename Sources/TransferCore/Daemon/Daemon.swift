@@ -104,7 +104,7 @@ public final class Daemon {
         // regular file the owner may read and write: a stricter mode (000) or a directory in its
         // place is the user's, left as it is and refused (SPEC: never rewritten).
         var dbStat = stat()
-        if lstat(paths.database, &dbStat) == 0, (dbStat.st_mode & S_IFMT) == S_IFREG,
+        if stat(paths.database, &dbStat) == 0, (dbStat.st_mode & S_IFMT) == S_IFREG,
             dbStat.st_mode & 0o077 != 0, dbStat.st_mode & 0o600 == 0o600
         {
             chmod(paths.database, 0o600)

@@ -106,7 +106,7 @@ public enum RequestValidator {
             let field = try HeaderField.parse(header)
             // SPEC: downloads ask for `Accept-Encoding: identity`, so that offsets are byte
             // offsets; another coding would be silently replaced, so it is refused.
-            if !isUpload && field.name.lowercased() == "accept-encoding" && field.value.lowercased() != "identity" {
+            if !isUpload && field.name.lowercased() == "accept-encoding" && !Self.asksForIdentity(field.value) {
                 throw invalid(
                     "header \(field.name): a download asks for identity (resumed offsets and --sha256 are of the bytes as sent)"
                 )
@@ -513,6 +513,16 @@ public enum RequestValidator {
         let limit = 100
         let kept = String(String.UnicodeScalarView(s.unicodeScalars.prefix(limit)))
         return PrintableText.of(kept) + (s.unicodeScalars.count > limit ? "…" : "")
+    }
+
+    /// Whether an `Accept-Encoding` value asks for no other coding than identity: empty (curl's
+    /// `-H 'Accept-Encoding:'`), or only `identity` (with parameters such as `;q=1`).
+    static func asksForIdentity(_ value: String) -> Bool {
+        value.split(separator: ",").allSatisfy { coding in
+            coding.split(separator: ";", maxSplits: 1).first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity"
+            } ?? true
+        }
     }
 
     private static func invalid(_ message: String) -> TransferError {
