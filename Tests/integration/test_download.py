@@ -170,17 +170,19 @@ def test_another_spelling_of_an_unfinished_jobs_file_is_refused(daemon, faultser
 
 def test_two_lines_of_a_list_naming_one_file_through_a_link_name_the_earlier_line(daemon, faultserver, key):
     # Found by an outside audit: the clash was worded "another job downloads to PATH", naming no
-    # job (there was none): the CLI names the earlier line, the RPC another request of the list.
+    # job (there was none): the daemon names the earlier request (as for a list sent in parts),
+    # which the CLI turns into its line.
     (daemon.work / "ln").mkdir()
     (daemon.work / "ln" / "self").symlink_to(".")
     listing = daemon.work / "urls.txt"
     listing.write_text(f"{faultserver.url(key=key)}\tn1\n{faultserver.url(key=key + 'b')}\tself/n1\n")
     r = daemon.cli("download", "-i", listing, "-d", daemon.work / "ln")
-    assert r.rc == 2 and f"line 2: writes {daemon.work}/ln/n1, as line 1 does" in r.err, r
+    assert r.rc == 2 and f"line 2: destination: {daemon.work}/ln/n1 is also the file of line 1" in r.err, r
     resp = daemon.rpc("transfer.addMany", {"requests": [
         {"url": faultserver.url(key=key), "destination": str(daemon.work / "ln" / "n1")},
         {"url": faultserver.url(key=key + "b"), "destination": str(daemon.work / "ln" / "self" / "n1")}]})
-    assert f"another request of this list downloads to {daemon.work}/ln/n1" in resp["error"]["message"], resp
+    assert resp["error"]["message"] == f"request 1: destination: {daemon.work}/ln/n1 is also the file of request 0", resp
+    assert resp["error"]["data"]["index"] == 1, resp
     assert daemon.jobs() == []
 
 

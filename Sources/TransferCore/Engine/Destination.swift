@@ -103,11 +103,8 @@ struct Destination {
         if let holder {
             // The job is named (0: another request of the same list), so that the user knows
             // which one to wait for, or to remove.
-            let message =
-                holder > 0
-                ? "another job downloads to \(path) (job \(holder))"
-                : "another request of this list downloads to \(path)"
-            return TransferError(.destinationExists, message, retryable: false)
+            let which = holder > 0 ? " (job \(holder))" : ""
+            return TransferError(.destinationExists, "another job downloads to \(path)\(which)", retryable: false)
         }
         var st = stat()
         if !replace && stat(path, &st) == 0 {

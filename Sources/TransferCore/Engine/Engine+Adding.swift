@@ -4,11 +4,11 @@ import Foundation
 /// and checked against the destinations in memory, inserted in one transaction, then scheduled.
 extension Engine {
     /// Validates one request and builds its row; `claimed` are destinations taken by earlier
-    /// requests of the same batch, `knownDirectories` the directories they found
+    /// requests of the same batch (with their index), `knownDirectories` the directories they found
     /// (``RequestValidator/validate(_:knownDirectories:)``), `resolved` the directories their
     /// paths were resolved in (``CanonicalPath``).
     private func prepareRecord(
-        _ request: TransferRequest, claimed: Set<String>, knownDirectories: inout Set<String>,
+        _ request: TransferRequest, claimed: [String: Int], knownDirectories: inout Set<String>,
         resolved: inout [String: String], now: Double = Timestamp.now()
     ) throws -> JobRecord {
         var req = try RequestValidator.validate(request, knownDirectories: &knownDirectories)
@@ -43,8 +43,14 @@ extension Engine {
             sources: stamps)
         // One job a path: a download's destination, an upload's response file (``JobRecord/heldPath``).
         if let path = record.heldPath {
-            let holder = scheduler.holder(of: path) ?? (claimed.contains(path) ? 0 : nil)
-            if let err = Destination(path: path).clash(replace: req.replace == true, heldBy: holder) {
+            if let earlier = claimed[path] {
+                // Worded as a batch sent in parts words it (``BatchAssembler``); the CLI names lines.
+                let field = kind == .download ? "destination" : "response"
+                throw TransferError(
+                    .destinationExists, "\(field): \(path) is also the file of request \(earlier)", retryable: false)
+            }
+            if let err = Destination(path: path).clash(replace: req.replace == true, heldBy: scheduler.holder(of: path))
+            {
                 throw kind == .download ? err : TransferError(err.code, "response: " + err.message, retryable: false)
             }
         }
@@ -60,7 +66,7 @@ extension Engine {
     /// Checks a request as ``add(_:)`` would, without queuing it; returns the new job's row.
     public func prepare(_ request: TransferRequest) throws -> JobRecord {
         var directories = Set<String>()
-        return try prepareRecord(request, claimed: [], knownDirectories: &directories, resolved: &resolvedThisPass)
+        return try prepareRecord(request, claimed: [:], knownDirectories: &directories, resolved: &resolvedThisPass)
     }
 
     /// Holds a batch part's rows in the store until the batch is complete.
@@ -128,7 +134,7 @@ extension Engine {
     {
         var records: [JobRecord] = []
         records.reserveCapacity(requests.count)
-        var claimed: Set<String> = []
+        var claimed: [String: Int] = [:]
         var directories: Set<String> = []
         // One time for the whole list: its jobs share their timestamps (and their strings).
         let now = Timestamp.now()
@@ -136,7 +142,7 @@ extension Engine {
             do {
                 let r = try prepareRecord(
                     request, claimed: claimed, knownDirectories: &directories, resolved: &resolvedThisPass, now: now)
-                if let d = r.heldPath { claimed.insert(d) }
+                if let d = r.heldPath { claimed[d] = i }
                 records.append(r)
             } catch let e as TransferError {
                 if refusalOfOne { throw e }

@@ -31,27 +31,11 @@ struct Submission {
         // Checked here first too, so that refused input does not start a daemon. A list's
         // directory is looked at once, not once a line.
         var directories = Set<String>()
-        // Each file once, as the validator resolves it: two names of one file (through a link
-        // to a directory) are the same target, named with the earlier line as `ListFile` does.
-        var targets: [String: String] = [:]
-        var resolved: [String: String] = [:]
         for item in items {
-            let validated: TransferRequest
             do {
-                validated = try RequestValidator.validate(item.request, knownDirectories: &directories)
+                _ = try RequestValidator.validate(item.request, knownDirectories: &directories)
             } catch {
                 throw CLIFailure.usage(RefusalWording.message(Self.message(of: error), origin: item.origin))
-            }
-            if let destination = validated.destination, let origin = item.origin {
-                let target = CanonicalPath.file(destination, cache: &resolved)
-                if let earlier = targets[target] {
-                    // `urls.txt line 1` is `line 1` within the same list.
-                    let line = earlier.range(of: " line ", options: .backwards).map {
-                        "line " + earlier[$0.upperBound...]
-                    }
-                    throw CLIFailure.usage("\(origin): writes \(target), as \(line ?? earlier) does")
-                }
-                targets[target] = origin
             }
         }
         let client = try global.connect()
@@ -203,8 +187,16 @@ struct Submission {
             return RefusalWording(error.message).text
         }
         let daemonPrefix = "request \(index): "
-        let text =
+        var text =
             error.message.hasPrefix(daemonPrefix) ? String(error.message.dropFirst(daemonPrefix.count)) : error.message
+        // A clash with an earlier request of the list names its line, as the list's own check does.
+        let earlierMarker = " is also the file of request "
+        if let marker = text.range(of: earlierMarker), let earlier = Int(text[marker.upperBound...]),
+            earlier >= 0, earlier < items.count,
+            let line = items[earlier].origin?.components(separatedBy: " line ").last
+        {
+            text = text[..<marker.lowerBound] + " is also the file of line \(line)"
+        }
         return RefusalWording.message(text, origin: origin)
     }
 
