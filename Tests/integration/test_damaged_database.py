@@ -119,9 +119,11 @@ def test_a_directory_in_the_databases_place_is_refused_and_its_mode_left_alone(d
     assert d.database.stat().st_mode & 0o777 == 0o755
 
 
-def test_an_unreadable_database_is_refused_not_made_readable(daemon, faultserver, key):
-    # Found by an outside audit: a database of mode 000 was made 0600 and opened. As another user
-    # than root (root reads it anyway) the daemon must refuse it, naming the file, and leave it so.
+@pytest.mark.parametrize("mode", [0o000, 0o400], ids=["unreadable", "read-only"])
+def test_an_unreadable_database_is_refused_not_made_readable(daemon, faultserver, key, mode):
+    # Found by outside audits: a database of mode 000 was made 0600 and opened; one of 0400 was
+    # opened read-only, made 0600, and every change then failed. As another user than root (root
+    # reads and writes it anyway) the daemon must refuse it, naming the file, and leave it so.
     import os
     import shutil
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
@@ -133,12 +135,12 @@ def test_an_unreadable_database_is_refused_not_made_readable(daemon, faultserver
     try:
         for f in [home, *home.iterdir()]:
             os.chown(f, 65534, 65534)
-        daemon.database.chmod(0o000)
+        daemon.database.chmod(mode)
         home.parent.chmod(parent_mode | 0o011)  # nobody passes through to its own home
         r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *daemon.command()],
                            env=daemon.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         assert r.returncode == 1 and str(daemon.database) in r.stderr, r
-        assert daemon.database.stat().st_mode & 0o777 == 0, oct(daemon.database.stat().st_mode)
+        assert daemon.database.stat().st_mode & 0o777 == mode, oct(daemon.database.stat().st_mode)
         assert digest(daemon.database) == before
     finally:
         home.parent.chmod(parent_mode)

@@ -37,12 +37,25 @@ public final class Daemon {
             let loop = try EventLoop()
             let d = Daemon(config: configuration, loop: loop)
             let status = d.main(userMask: userMask)
+            // The database closed (its last checkpoint written) before the lock is free.
+            d.engine?.store.closeConnection()
             d.releaseLock()
             return status
         } catch {
             Log.plain("aftransferd: \(error)")
             return 1
         }
+    }
+
+    /// Makes `path` 0600 when it is a regular file (through a link) with a looser mode that its
+    /// owner may read and write: a stricter mode (000, 0400) or another kind of file is the user's,
+    /// left as it is (and the database refused).
+    private static func makePrivate(_ path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_mode & 0o077 != 0,
+            st.st_mode & 0o600 == 0o600
+        else { return }
+        chmod(path, 0o600)
     }
 
     private func fail(_ message: String) -> Int32 {
@@ -103,11 +116,12 @@ public final class Daemon {
         // private first, so they are private too even when the database is refused below. Only a
         // regular file the owner may read and write: a stricter mode (000) or a directory in its
         // place is the user's, left as it is and refused (SPEC: never rewritten).
-        var dbStat = stat()
-        if stat(paths.database, &dbStat) == 0, (dbStat.st_mode & S_IFMT) == S_IFREG,
-            dbStat.st_mode & 0o077 != 0, dbStat.st_mode & 0o600 == 0o600
-        {
-            chmod(paths.database, 0o600)
+        Self.makePrivate(paths.database)
+        // A database this user may read but not write (0400) would be opened read-only and
+        // every change refused later: refused now, left as it is (an outside audit).
+        if access(paths.database, F_OK) == 0 && access(paths.database, W_OK) != 0 {
+            return fail(
+                "cannot open the job database \(paths.database): cannot write it: \(String(cString: strerror(errno)))")
         }
         let store: JobStore
         do {
@@ -115,7 +129,8 @@ public final class Daemon {
         } catch {
             return fail("cannot open the job database \(paths.database): \(error)")
         }
-        for suffix in ["", "-wal", "-shm"] { chmod(paths.database + suffix, 0o600) }
+        // The log and shared-memory files SQLite made, and the database if it was looser: private.
+        for suffix in ["", "-wal", "-shm"] { Self.makePrivate(paths.database + suffix) }
 
         // Under socket activation, the socket systemd bound (whatever --socket says).
         let socketPath = inheritedListener.flatMap(SocketActivation.boundPath) ?? paths.socket

@@ -32,6 +32,14 @@ public final class JobStore {
         try db.inDatabase { db in try Self.createStagingTable(db) }
     }
 
+    /// Closes the connection (SQLite checkpoints the log into the database then). The daemon
+    /// closes it before it releases the home's lock: a daemon started the moment the lock is free
+    /// found the database still locked by this one's last checkpoint, and exited 1 (found by an
+    /// outside audit). Calls after it fail.
+    public func closeConnection() {
+        do { try db.close() } catch { Log.info("closing the job database: \(error)") }
+    }
+
     /// The first bytes of every SQLite 3 database file.
     private static let header = Array("SQLite format 3\0".utf8)
 
