@@ -686,6 +686,8 @@ class Handler(socketserver.BaseRequestHandler):
             # differ, but the validators stay the first version's: an inconsistent server.
             size, eff_seed = q.int("shrinkto", size // 2), f"{seed}.short"
         etag = None if q.has("etag") and not q.flag("etag") else etag_for(etag_size, etag_seed)
+        if generation and q.flag("dropetag"):
+            etag = None  # dropetag=1: a new version comes without an ETag
         if etag and q.flag("weaketag"):
             etag = "W/" + etag
         lastmod = None

@@ -191,8 +191,9 @@ def test_a_paused_job_survives_a_daemon_restart_and_stays_paused(daemon, faultse
 # (another ETag): the part is not continued with it; the whole new version is fetched. So with a
 # weak ETag (an outside audit): it cannot go in If-Range, so the date does, which a version
 # replaced within the same second keeps; its 206 is caught by its other ETag, not spliced.
-@pytest.mark.parametrize("seed,knobs", [("sp", {"ignoreifrange": 1}), ("wk", {"weaketag": 1, "samelastmod": 1})],
-                         ids=["cache-ignoring-if-range", "weak-etag-same-date"])
+@pytest.mark.parametrize("seed,knobs", [("sp", {"ignoreifrange": 1}), ("wk", {"weaketag": 1, "samelastmod": 1}),
+                                        ("wd", {"weaketag": 1, "samelastmod": 1, "dropetag": 1})],
+                         ids=["cache-ignoring-if-range", "weak-etag-same-date", "weak-etag-dropped-same-date"])
 def test_a_206_of_another_version_is_never_spliced_the_download_starts_over(daemon, faultserver, key, seed, knobs):
     size = 3_000_000
     dest = daemon.work / "v2.bin"

@@ -73,9 +73,9 @@ extension DownloadTask {
     func validatorsMatch(etag: String?, lastModified: String?) -> Bool {
         if let mine = record.etag, !mine.hasPrefix("W/") { return etag == mine }
         // A weak ETag cannot go in If-Range, so the date did; but another ETag than the part's,
-        // weak or strong, is another version all the same (one replaced within the same second
-        // keeps its Last-Modified).
-        if let mine = record.etag, let theirs = etag, theirs != mine { return false }
+        // weak, strong or none at all, is another version all the same (one replaced within the
+        // same second keeps its Last-Modified; found by outside audits).
+        if let mine = record.etag, etag != mine { return false }
         if let mine = record.lastModified { return lastModified == mine }
         return false
     }
