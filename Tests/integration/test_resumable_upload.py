@@ -806,3 +806,56 @@ def test_an_ietf_uploads_first_byte_is_its_answer_not_the_104(daemon, ietf):
     first = job["history"][0]
     assert job["uploadUrl"] and first["httpStatus"] in (200, 201, 204), job
     assert first["firstByte"] >= 1.2 and first["firstByte"] <= first["total"], first
+
+
+def test_a_tus_server_that_answers_appends_without_an_offset_is_asked_and_its_answer_kept(daemon):
+    # Found by outside audits: a PATCH answered 204 without Upload-Offset (tus 1.0 says MUST) was
+    # taken as every byte kept, and the job completed with the server short of bytes; then, asked
+    # with HEAD, the job's response became the HEAD's instead of the last PATCH's (SPEC).
+    import http.server
+    import threading
+    held = {"data": b"", "length": None}
+    requests = []
+
+    class Tus(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def answer(self, status, headers=()):
+            self.send_response(status)
+            for name, value in [("Tus-Resumable", "1.0.0"), ("Content-Length", "0"), *headers]:
+                self.send_header(name, value)
+            self.end_headers()
+
+        def do_POST(self):
+            requests.append("POST")
+            held["length"] = int(self.headers["Upload-Length"])
+            self.answer(201, [("Location", "/files/one")])
+
+        def do_PATCH(self):
+            requests.append("PATCH")
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            held["data"] += body[:300_000]  # keeps part of each append, and says nothing of it
+            self.answer(204, [("X-Patch", "yes")])
+
+        def do_HEAD(self):
+            requests.append("HEAD")
+            self.answer(200, [("Upload-Offset", str(len(held["data"]))), ("Upload-Length", str(held["length"]))])
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tus)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        src = daemon.work / "tus-nooffset.bin"
+        write_random_file(src, 1_000_000)
+        id = daemon.upload(src, f"http://127.0.0.1:{server.server_port}/files", "--resumable", "tus")
+        job = daemon.wait_state(id, ("completed", "failed"), timeout=60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert job["state"] == "completed", job
+    assert held["data"] == src.read_bytes(), f"the server holds {len(held['data'])} bytes"
+    assert requests[:3] == ["POST", "PATCH", "HEAD"], requests
+    assert job["response"]["status"] == 204 and job["response"]["headers"].get("x-patch") == "yes", job["response"]
+    # Asked after every append, at once (not as after a 409, ever more slowly).
+    assert requests[1:] == ["PATCH", "HEAD"] * 4, requests

@@ -285,7 +285,10 @@ struct ResumableUploadPlan: Equatable {
             // So after any tus `PATCH`: tus 1.0.0 answers each with the new offset (a MUST), and an
             // answer without it says nothing of what the server kept (it may hold none of it).
             if response.headers["upload-offset"] == nil && (!response.bodySentWhole || agreed == .tus) {
-                return answeredBeforeTheBodyEnded()
+                guard response.bodySentWhole else { return answeredBeforeTheBodyEnded() }
+                // Not a conflict (none was refused): asked at once, however many appends it takes.
+                conflicts = 0
+                return .send(remember(offsetRequest()))
             }
             conflicts = 0
             var acknowledged = request.bodyOffset + (request.bodyLength ?? 0)

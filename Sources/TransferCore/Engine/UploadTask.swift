@@ -377,6 +377,11 @@ final class UploadTask: TransferTask {
                 status: s, headers: responseFields(), url: currentURL, bodySentWhole: sentWhole))
         plan = p
         persistPlan()
+        if case .send(let next) = verdict, next.method == "HEAD", request?.method == "PATCH", (200..<300).contains(s) {
+            unconfirmedAppendAnswer = answer
+        } else if request?.method != "HEAD" {
+            unconfirmedAppendAnswer = nil
+        }
         switch verdict {
         case .completed:
             if p.isResumable, p.uploadURL != nil { bytes = p.offset }
@@ -542,19 +547,34 @@ final class UploadTask: TransferTask {
         return .accept
     }
 
-    /// Keeps the final response's status, headers and (unless saved to a file) body with the job.
+    /// Keeps the final response's status, headers and (unless saved to a file) body with the job:
+    /// the answer of the append before it when this is the `HEAD` that confirmed that append
+    /// (``unconfirmedAppendAnswer``).
     private func storeResponse() {
-        guard keepBody, let s = lastStatus else { return }
-        var fields: [String: String] = [:]
-        for (name, value) in headers {
-            fields[name] = fields[name].map { "\($0), \(value)" } ?? value
+        guard keepBody, let info = request?.method == "HEAD" ? unconfirmedAppendAnswer ?? answer : answer else {
+            return
         }
-        let info = ResponseInfo(
-            status: s, headers: fields, body: bodyToFile ? "" : String(decoding: keptBody, as: UTF8.self))
         var p = JobPatch()
         p.response = .some(info)
         write(p)
     }
+
+    /// The current response as the job keeps it, nil before a final one.
+    private var answer: ResponseInfo? {
+        guard let s = lastStatus else { return nil }
+        var fields: [String: String] = [:]
+        for (name, value) in headers {
+            fields[name] = fields[name].map { "\($0), \(value)" } ?? value
+        }
+        return ResponseInfo(
+            status: s, headers: fields, body: bodyToFile ? "" : String(decoding: keptBody, as: UTF8.self))
+    }
+
+    /// The 2xx answer of an append that did not say the server's offset (a tus server without
+    /// `Upload-Offset`), while the `HEAD` that asks it is under way: when that finds the upload
+    /// complete, this answer is the job's response (SPEC: the last `PATCH`'s), not the `HEAD`'s
+    /// (found by an outside audit).
+    private var unconfirmedAppendAnswer: ResponseInfo?
 
     // MARK: - Finishing
 
