@@ -39,6 +39,10 @@ final class HumanFormatTests: XCTestCase {
         XCTAssertEqual(HumanFormat.duration(nil), "--")
         XCTAssertEqual(HumanFormat.duration(-1), "--")
         XCTAssertEqual(HumanFormat.duration(.infinity), "--")
+        // An outside audit: a stalled transfer's ETA of 9.6e18 s trapped converting to Int64.
+        XCTAssertEqual(HumanFormat.duration(9.57e18), "--")
+        XCTAssertEqual(HumanFormat.duration(5.69e19), "--")
+        XCTAssertEqual(HumanFormat.rate(1e30), HumanFormat.rate(Double(Int64.max / 2)))
     }
 
     func testThatPercentagesRoundDownAndNeverShowOneHundredBeforeTheEnd() {

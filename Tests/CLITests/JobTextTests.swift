@@ -77,7 +77,7 @@ final class JobTextTests: XCTestCase {
             response: ResponseInfo(status: 201, headers: [:], body: body))
         let lines = JobSummary.lines(job)
         XCTAssertTrue(lines.contains("  Source:    (multipart form)"), "\(lines)")
-        XCTAssertTrue(lines.contains("  Response:  HTTP 201, \(body.utf8.count) bytes kept"), "\(lines)")
+        XCTAssertTrue(lines.contains("  Response:  HTTP 201, \(body.count) characters of its body kept"), "\(lines)")
         XCTAssertEqual(lines.suffix(21).first, "  Response body:")
         XCTAssertEqual(lines.last, "    line 20")
     }

@@ -518,5 +518,8 @@ public struct RateMeter {
         let dt = Double(now - lastTime) / 1000
         let inst = Double(max(0, bytes - lb)) / dt
         value = value == 0 ? inst : value * 0.7 + inst * 0.3
+        // The smoothing only tends to 0 when nothing comes: under a byte a second it is 0, so
+        // that a stalled transfer's ETA is unknown rather than 1e19 s (an outside audit).
+        if value < 1 { value = 0 }
     }
 }

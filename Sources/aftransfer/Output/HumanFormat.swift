@@ -28,15 +28,20 @@ enum HumanFormat {
         return String(format: "%.1f", value) + " " + units[unit]
     }
 
+    /// The largest figure converted to an integer (any larger is shown as this).
+    private static let largest = Double(Int64.max / 2)
+
     /// A rate in bytes per second: `4.5 MiB/s`, `0 B/s`.
     static func rate(_ bytesPerSecond: Double) -> String {
         guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return "0 B/s" }
-        return bytes(Int64(bytesPerSecond.rounded())) + "/s"
+        return bytes(Int64(min(bytesPerSecond, Self.largest).rounded())) + "/s"
     }
 
     /// A duration: `7s`, `1m05s`, `2h03m`, `3d04h`; `--` when unknown.
     static func duration(_ seconds: Double?) -> String {
-        guard let seconds, seconds.isFinite, seconds >= 0 else { return "--" }
+        // A century or more is as good as unknown (and past Int64 it would trap: an ETA of a
+        // stalled transfer was 9.6e18 s, and `status` crashed; found by an outside audit).
+        guard let seconds, seconds.isFinite, seconds >= 0, seconds < 100 * 365 * 86400 else { return "--" }
         let total = Int64(seconds.rounded(.up))
         if total < 60 { return "\(total)s" }
         if total < 3600 { return String(format: "%lldm%02llds", total / 60, total % 60) }

@@ -43,7 +43,9 @@ enum JobSummary {
         fields.append(("Updated", job.updatedAt))
         if let completed = job.completedAt { fields.append(("Completed", completed)) }
         if let response = job.response {
-            fields.append(("Response", "HTTP \(response.status), \(response.body.utf8.count) bytes kept"))
+            // The body is kept as text, each byte that is not UTF-8 as U+FFFD: counted in
+            // characters, not in the 3 bytes of each replacement (2048 "bytes" for 1024 sent).
+            fields.append(("Response", "HTTP \(response.status), \(response.body.count) characters of its body kept"))
         }
         if let url = job.uploadUrl {
             fields.append(("Upload URL", url + (job.resumable.map { " (\($0.rawValue))" } ?? "")))
