@@ -50,8 +50,8 @@ struct AFTransferDaemon: ParsableCommand {
     /// Parses the options and runs; bad usage exits 2 with the message and the usage, as the CLI
     /// does (argument-parser's default would be 64).
     static func main() {
-        // From the first line: a stop signal during the start waits for the daemon (``SignalHold``).
-        _ = SignalHold()
+        // From the first line: a stop signal during the start is kept for the daemon (``SignalHold``).
+        SignalHold.catchStopSignals()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -78,9 +78,8 @@ public final class Daemon {
         // job (`io`); by default its signal would kill the daemon, and every restart again.
         // (libuv's children, the hooks, get every signal's default back.)
         signal(SIGXFSZ, SIG_IGN)
-        // Held until their watchers are set up below (``SignalHold``).
-        let stopSignals = SignalHold()
-        defer { stopSignals.end() }
+        // Caught until their watchers are set up below (``SignalHold``).
+        SignalHold.catchStopSignals()
         Log.buffer()
         defer { Log.flush() }
         inheritedListener = SocketActivation.takeListener()
@@ -188,7 +187,6 @@ public final class Daemon {
                         self.shutdown()
                     })
             }
-            stopSignals.unblock()
             engine.start()
         } catch {
             shutdown()
@@ -199,6 +197,10 @@ public final class Daemon {
         Log.info(
             "aftransferd \(AFTransferVersion.string) pid \(getpid()) home \(paths.home) socket \(socketPath)\(how)")
         if let notifySocket { SocketActivation.notify("READY=1\nMAINPID=\(getpid())", socketPath: notifySocket) }
+        if let sig = SignalHold.takeOver() {
+            Log.info("signal \(sig) during the start: stopping")
+            shutdown()
+        }
         loop.run()
         return 0
     }

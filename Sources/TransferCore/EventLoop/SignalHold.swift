@@ -1,44 +1,21 @@
+import CUV
 import Foundation
 
-#if canImport(Glibc)
-    @preconcurrency import Glibc
-#endif
+/// The stop signals (SIGTERM, SIGINT, SIGHUP) caught from `aftransferd`'s first line until the
+/// daemon's ``SignalWatcher``s take them over: one that comes while the daemon starts (taking the
+/// lock, checking the database, recovering 20,000 jobs: ~0.1 s) is recorded, and the daemon stops
+/// with 0 as soon as it is up. Their default action ended it with 143 (found by an outside
+/// audit); blocking them instead left a start hung in the kernel (a FIFO in the database's
+/// place, a dead network file system) deaf to SIGTERM and Ctrl-C, so a start still under way 5 s
+/// after the signal ends by SIGALRM. The handler is C (`aft_early_stop_catch`): async-signal-safe.
+public enum SignalHold {
+    /// Catches the stop signals until ``takeOver()``.
+    public static func catchStopSignals() { aft_early_stop_catch() }
 
-/// Signals held (blocked in the calling thread, and in the threads it starts) until their
-/// ``SignalWatcher``s are set up: one sent meanwhile waits instead of taking its default action.
-/// `aftransferd` holds the stop signals from its first line, so that a SIGTERM during the start
-/// (taking the lock, checking the database, recovering 20,000 jobs: ~0.1 s) stops it with 0 once
-/// it is up; its default action ended the daemon with 143 (found by an outside audit).
-public struct SignalHold {
-    /// The signals that stop the daemon.
-    public static let stopSignals = [SIGTERM, SIGINT, SIGHUP]
-
-    private var held = sigset_t()
-    private var previous = sigset_t()
-
-    /// Blocks `signals` in the calling thread.
-    public init(_ signals: [Int32] = SignalHold.stopSignals) {
-        sigemptyset(&held)
-        for s in signals { sigaddset(&held, s) }
-        pthread_sigmask(SIG_BLOCK, &held, &previous)
-    }
-
-    /// Lets the held signals through (their watchers are set up): one that came meanwhile is
-    /// delivered now.
-    public func unblock() {
-        var set = held
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
-    }
-
-    /// Drops the held signals still pending, then puts the thread's mask back as it was before
-    /// ``init(_:)``: a start that failed (exit 1) or a stop that is done ends as it is, not by a
-    /// signal's default action.
-    public func end() {
-        var set = held
-        pthread_sigmask(SIG_BLOCK, &set, nil)
-        var none = timespec()
-        while sigtimedwait(&set, nil, &none) > 0 {}
-        var mask = previous
-        pthread_sigmask(SIG_SETMASK, &mask, nil)
+    /// The stop signal that came during the start, if any (its deadline cancelled): call once the
+    /// watchers are set up, which from then on receive the signals.
+    public static func takeOver() -> Int32? {
+        let sig = aft_early_stop_taken()
+        return sig == 0 ? nil : sig
     }
 }
