@@ -312,6 +312,31 @@ final class ResumableUploadPlanTests: XCTestCase {
         XCTAssertEqual(p.received(response(204, ["upload-offset": "1000"])), .completed)
     }
 
+    /// A code review: a server that answers without an offset and keeps nothing must not be sent
+    /// the rest again and again at once: from the second round without progress, the asks slow
+    /// down as after a 409.
+    func testThatATusServerKeepingNothingIsAskedEverMoreSlowly() throws {
+        var p = plan(.tus, uploadURL: "http://h.example/files/abc", agreed: .tus, offset: 0)
+        _ = p.first()
+        _ = try XCTUnwrap(sent(p.received(response(200, ["upload-offset": "0"]))))
+        var waited = false
+        for _ in 0..<10 {
+            switch p.received(response(204)) {  // the PATCH, answered without an offset
+            case .send(let head):
+                XCTAssertEqual(head.method, "HEAD")
+            case .sendAfter(let head, let seconds):
+                XCTAssertEqual(head.method, "HEAD")
+                XCTAssertGreaterThan(seconds, 0)
+                waited = true
+            default:
+                return XCTFail("neither asked nor waited")
+            }
+            let again = try XCTUnwrap(sent(p.received(response(200, ["upload-offset": "0"]))))  // kept nothing
+            XCTAssertEqual(again.bodyOffset, 0)
+        }
+        XCTAssertTrue(waited, "never slowed down")
+    }
+
     /// Found by outside audits: a `500` to the request that completed the upload, after the
     /// server had read all of it, left the upload URL for the retry, whose `HEAD` said "complete"
     /// and ended the job well on the `HEAD`'s answer; forgetting the upload at once (the first

@@ -115,6 +115,9 @@ struct ResumableUploadPlan: Equatable {
     /// The request in flight.
     private(set) var current: Request?
     private var conflicts = 0
+    /// Where the last append answered without `Upload-Offset` (tus) started: a later one from no
+    /// further on means the server keeps nothing of them.
+    private var unconfirmedFrom: Int64?
     /// Ends the message of a refusal of the request that completed the upload, read whole: the
     /// next attempt finds it in the history (``UploadTask/completionWasRefused(_:)``).
     static let completionRefusedNote = " (to the request that completed the upload)"
@@ -286,7 +289,13 @@ struct ResumableUploadPlan: Equatable {
             // answer without it says nothing of what the server kept (it may hold none of it).
             if response.headers["upload-offset"] == nil && (!response.bodySentWhole || agreed == .tus) {
                 guard response.bodySentWhole else { return answeredBeforeTheBodyEnded() }
-                // Not a conflict (none was refused): asked at once, however many appends it takes.
+                // Asked at once while such appends make progress (however many it takes); an
+                // append from no later offset than the last one's kept nothing of that one: asked
+                // as after a 409, ever more slowly, not resent in a tight loop (a code review).
+                if let last = unconfirmedFrom, request.bodyOffset <= last {
+                    return askOffsetAgain()
+                }
+                unconfirmedFrom = request.bodyOffset
                 conflicts = 0
                 return .send(remember(offsetRequest()))
             }

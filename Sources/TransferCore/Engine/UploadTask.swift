@@ -385,6 +385,7 @@ final class UploadTask: TransferTask {
         switch verdict {
         case .completed:
             if p.isResumable, p.uploadURL != nil { bytes = p.offset }
+            appendConfirmed = request?.method == "HEAD" && unconfirmedAppendAnswer != nil
             return false
         case .failed(let error):
             storeResponse()
@@ -447,8 +448,12 @@ final class UploadTask: TransferTask {
         keepBody = false
         bodyToFile = false
         responseBytes = 0
-        keptBody = Data()
-        _ = responsePart?.truncate(to: 0)
+        // The `HEAD` that confirms an append answered without an offset keeps that append's body,
+        // kept or in the response file (its own answer has none): it may become the job's.
+        if !(request?.method == "HEAD" && unconfirmedAppendAnswer != nil) {
+            keptBody = Data()
+            _ = responsePart?.truncate(to: 0)
+        }
         // Under a limit (`--limit-rate`, or the daemon's upload limit in force now), reads of an
         // eighth of a second's worth keep the pace smooth, and the job's `rate` with it: a
         // second's worth a read sent it in bursts, and the rate shown swung by half either way.
@@ -551,24 +556,27 @@ final class UploadTask: TransferTask {
     /// the answer of the append before it when this is the `HEAD` that confirmed that append
     /// (``unconfirmedAppendAnswer``).
     private func storeResponse() {
-        guard keepBody, let info = request?.method == "HEAD" ? unconfirmedAppendAnswer ?? answer : answer else {
-            return
-        }
+        let confirmed = appendConfirmed ? unconfirmedAppendAnswer : nil
+        guard keepBody, let info = confirmed ?? answer else { return }
         var p = JobPatch()
         p.response = .some(info)
         write(p)
     }
 
-    /// The current response as the job keeps it, nil before a final one.
+    /// The current response as the job keeps it, nil before a final one (a `HEAD`'s has no body).
     private var answer: ResponseInfo? {
         guard let s = lastStatus else { return nil }
         var fields: [String: String] = [:]
         for (name, value) in headers {
             fields[name] = fields[name].map { "\($0), \(value)" } ?? value
         }
-        return ResponseInfo(
-            status: s, headers: fields, body: bodyToFile ? "" : String(decoding: keptBody, as: UTF8.self))
+        let body = bodyToFile || request?.method == "HEAD" ? "" : String(decoding: keptBody, as: UTF8.self)
+        return ResponseInfo(status: s, headers: fields, body: body)
     }
+
+    /// Whether the `HEAD` after ``unconfirmedAppendAnswer`` found the upload complete: that
+    /// answer is then the job's response; any other end of the `HEAD` keeps its own.
+    private var appendConfirmed = false
 
     /// The 2xx answer of an append that did not say the server's offset (a tus server without
     /// `Upload-Offset`), while the `HEAD` that asks it is under way: when that finds the upload
