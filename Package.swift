@@ -18,10 +18,12 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CUV", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        // The daemon's stop signals while it starts: an async-signal-safe handler, in C.
+        .target(name: "CSignals"),
         .target(
             name: "TransferCore",
             dependencies: [
-                "CCurl", "CUV", "COpenSSL",
+                "CCurl", "CUV", "COpenSSL", "CSignals",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "HeapModule", package: "swift-collections"),

@@ -84,39 +84,6 @@ static inline int aft_cloexec_from(int low) {
     return 0;
 }
 
-#include <signal.h>
-
-/// The first stop signal (SIGTERM, SIGINT, SIGHUP) that came while the daemon started, or 0.
-static volatile sig_atomic_t aft_early_stop = 0;
-/// How long a start may still take after a stop signal came, in seconds: then SIGALRM's default
-/// action ends it (a start hung in the kernel, on a FIFO or a dead network file system).
-#define AFT_EARLY_STOP_DEADLINE 5
-
-static void aft_early_stop_handler(int sig) {
-    if (aft_early_stop == 0) {
-        aft_early_stop = sig;
-        alarm(AFT_EARLY_STOP_DEADLINE);
-    }
-}
-
-/// Catches SIGTERM, SIGINT and SIGHUP until the daemon's own watchers take them over: recorded
-/// (async-signal-safe), with a deadline for the start (AFT_EARLY_STOP_DEADLINE).
-static inline void aft_early_stop_catch(void) {
-    struct sigaction sa;
-    sa.sa_handler = aft_early_stop_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
-/// The stop signal recorded during the start (0: none), its deadline cancelled.
-static inline int aft_early_stop_taken(void) {
-    alarm(0);
-    return (int)aft_early_stop;
-}
-
 /// Moves the calling thread (only it) into the network namespace open at `fd` (setns(2) with
 /// CLONE_NEWNET); 0, or -1 with errno set. Declared here because Swift's Glibc hides setns.
 extern int setns(int fd, int nstype);

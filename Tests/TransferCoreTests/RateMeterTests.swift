@@ -25,5 +25,8 @@ final class RateMeterTests: XCTestCase {
             m.sample(bytes: 4_000_000, now: now)
         }
         XCTAssertEqual(m.value, 0)
+        // Bytes again: smoothed from where the average was, not taken raw.
+        m.sample(bytes: 4_000_000 + 4000, now: now + 1000)
+        XCTAssertEqual(m.value, 4000 * 0.3, accuracy: 1)
     }
 }

@@ -80,6 +80,7 @@ public final class Daemon {
         signal(SIGXFSZ, SIG_IGN)
         // Caught until their watchers are set up below (``SignalHold``).
         SignalHold.catchStopSignals()
+        defer { SignalHold.release() }
         Log.buffer()
         defer { Log.flush() }
         inheritedListener = SocketActivation.takeListener()
@@ -187,6 +188,14 @@ public final class Daemon {
                         self.shutdown()
                     })
             }
+            if let sig = SignalHold.takeOver() {
+                // Stopped before any job or owed hook starts (a hook started and killed at once
+                // would count as run).
+                Log.info("signal \(sig) during the start: stopping")
+                shutdown()
+                loop.run()
+                return 0
+            }
             engine.start()
         } catch {
             shutdown()
@@ -197,10 +206,6 @@ public final class Daemon {
         Log.info(
             "aftransferd \(AFTransferVersion.string) pid \(getpid()) home \(paths.home) socket \(socketPath)\(how)")
         if let notifySocket { SocketActivation.notify("READY=1\nMAINPID=\(getpid())", socketPath: notifySocket) }
-        if let sig = SignalHold.takeOver() {
-            Log.info("signal \(sig) during the start: stopping")
-            shutdown()
-        }
         loop.run()
         return 0
     }

@@ -505,8 +505,15 @@ struct TokenBucket {
 public struct RateMeter {
     private var lastBytes: Int64?
     private var lastTime: UInt64 = 0
-    /// Bytes per second.
-    public private(set) var value: Double = 0
+    /// The weighted average, nil before the first interval.
+    private var smoothed: Double?
+    /// Bytes per second. The average only tends to 0 when nothing comes: under a byte a second it
+    /// is shown as 0, so that a stalled transfer's ETA is unknown rather than 1e19 s (an outside
+    /// audit); the average itself goes on, so the next bytes are smoothed as before.
+    public var value: Double {
+        guard let smoothed, smoothed >= 1 else { return 0 }
+        return smoothed
+    }
 
     /// Adds a sample of the byte count at loop time `now` (ms).
     public mutating func sample(bytes: Int64, now: UInt64) {
@@ -517,9 +524,6 @@ public struct RateMeter {
         guard let lb = lastBytes, now > lastTime else { return }
         let dt = Double(now - lastTime) / 1000
         let inst = Double(max(0, bytes - lb)) / dt
-        value = value == 0 ? inst : value * 0.7 + inst * 0.3
-        // The smoothing only tends to 0 when nothing comes: under a byte a second it is 0, so
-        // that a stalled transfer's ETA is unknown rather than 1e19 s (an outside audit).
-        if value < 1 { value = 0 }
+        smoothed = smoothed.map { $0 * 0.7 + inst * 0.3 } ?? inst
     }
 }

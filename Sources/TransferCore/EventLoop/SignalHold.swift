@@ -1,4 +1,4 @@
-import CUV
+import CSignals
 import Foundation
 
 /// The stop signals (SIGTERM, SIGINT, SIGHUP) caught from `aftransferd`'s first line until the
@@ -7,7 +7,7 @@ import Foundation
 /// with 0 as soon as it is up. Their default action ended it with 143 (found by an outside
 /// audit); blocking them instead left a start hung in the kernel (a FIFO in the database's
 /// place, a dead network file system) deaf to SIGTERM and Ctrl-C, so a start still under way 5 s
-/// after the signal ends by SIGALRM. The handler is C (`aft_early_stop_catch`): async-signal-safe.
+/// after the signal ends by SIGALRM. The handler is C (`CSignals`): async-signal-safe.
 public enum SignalHold {
     /// Catches the stop signals until ``takeOver()``.
     public static func catchStopSignals() { aft_early_stop_catch() }
@@ -18,4 +18,8 @@ public enum SignalHold {
         let sig = aft_early_stop_taken()
         return sig == 0 ? nil : sig
     }
+
+    /// Ends the catch, however the start went (a failed one too): the deadline cancelled, and the
+    /// dispositions from before it back where no watcher replaced them.
+    public static func release() { aft_early_stop_release() }
 }
