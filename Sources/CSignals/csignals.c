@@ -15,6 +15,10 @@ static void early_stop_handler(int sig) {
 }
 
 void aft_early_stop_catch(void) {
+    // Already catching (aftransferd's first line, then the daemon's start): a signal recorded in
+    // between is kept, not forgotten.
+    struct sigaction now;
+    if (sigaction(SIGTERM, NULL, &now) == 0 && now.sa_handler == early_stop_handler) return;
     early_stop = 0;
     struct sigaction sa;
     sa.sa_handler = early_stop_handler;

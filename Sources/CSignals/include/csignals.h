@@ -8,6 +8,7 @@
 #define AFT_EARLY_STOP_DEADLINE 5
 
 /// Catches SIGTERM, SIGINT and SIGHUP: the first is recorded and arms the start's deadline.
+/// Called again while catching, it changes nothing (a signal already recorded is kept).
 void aft_early_stop_catch(void);
 
 /// The stop signal recorded since aft_early_stop_catch (0: none), its deadline cancelled.
