@@ -97,6 +97,13 @@ struct Destination {
         }
     }
 
+    /// The refusal of a request whose file (its `field`: `destination` or `response`) an earlier
+    /// request of the same list holds, by that one's index: one wording for a list in one message
+    /// and one sent in parts (the CLI turns the index into the list's line).
+    static func heldByEarlierRequest(_ path: String, field: String, earlier: Int) -> TransferError {
+        TransferError(.destinationExists, "\(field): \(path) is also the file of request \(earlier)", retryable: false)
+    }
+
     /// A `destination_exists` error if another job holds this path (`holder`), or the file
     /// exists and may not be replaced.
     func clash(replace: Bool, heldBy holder: Int64?) -> TransferError? {

@@ -44,10 +44,8 @@ extension Engine {
         // One job a path: a download's destination, an upload's response file (``JobRecord/heldPath``).
         if let path = record.heldPath {
             if let earlier = claimed[path] {
-                // Worded as a batch sent in parts words it (``BatchAssembler``); the CLI names lines.
-                let field = kind == .download ? "destination" : "response"
-                throw TransferError(
-                    .destinationExists, "\(field): \(path) is also the file of request \(earlier)", retryable: false)
+                throw Destination.heldByEarlierRequest(
+                    path, field: kind == .download ? "destination" : "response", earlier: earlier)
             }
             if let err = Destination(path: path).clash(replace: req.replace == true, heldBy: scheduler.holder(of: path))
             {

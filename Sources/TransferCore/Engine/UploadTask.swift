@@ -385,9 +385,9 @@ final class UploadTask: TransferTask {
         switch verdict {
         case .completed:
             if p.isResumable, p.uploadURL != nil { bytes = p.offset }
-            appendConfirmed = request?.method == "HEAD" && unconfirmedAppendAnswer != nil
             return false
         case .failed(let error):
+            unconfirmedAppendAnswer = nil  // the failing answer is the job's
             storeResponse()
             complete(failure: error)
             return true
@@ -556,8 +556,7 @@ final class UploadTask: TransferTask {
     /// the answer of the append before it when this is the `HEAD` that confirmed that append
     /// (``unconfirmedAppendAnswer``).
     private func storeResponse() {
-        let confirmed = appendConfirmed ? unconfirmedAppendAnswer : nil
-        guard keepBody, let info = confirmed ?? answer else { return }
+        guard keepBody, let info = unconfirmedAppendAnswer ?? answer else { return }
         var p = JobPatch()
         p.response = .some(info)
         write(p)
@@ -574,14 +573,11 @@ final class UploadTask: TransferTask {
         return ResponseInfo(status: s, headers: fields, body: body)
     }
 
-    /// Whether the `HEAD` after ``unconfirmedAppendAnswer`` found the upload complete: that
-    /// answer is then the job's response; any other end of the `HEAD` keeps its own.
-    private var appendConfirmed = false
-
     /// The 2xx answer of an append that did not say the server's offset (a tus server without
     /// `Upload-Offset`), while the `HEAD` that asks it is under way: when that finds the upload
     /// complete, this answer is the job's response (SPEC: the last `PATCH`'s), not the `HEAD`'s
-    /// (found by an outside audit).
+    /// (found by an outside audit). Dropped when the `HEAD` fails (its own answer is the job's)
+    /// and by the next append's answer.
     private var unconfirmedAppendAnswer: ResponseInfo?
 
     // MARK: - Finishing

@@ -194,11 +194,10 @@ public final class BatchAssembler {
         guard let destination else { return }
         let normalized = (destination as NSString).standardizingPath
         if let earlier = claims[normalized], earlier.index != index {
-            let field = isDownload(request) ? "destination" : "response"
             throw BatchRefusal(
                 index: index,
-                error: TransferError(
-                    .destinationExists, "\(field): \(destination) is also the file of request \(earlier.index)"))
+                error: Destination.heldByEarlierRequest(
+                    destination, field: isDownload(request) ? "destination" : "response", earlier: earlier.index))
         }
         claims[normalized] = Claim(index: index, replace: request.replace == true)
     }

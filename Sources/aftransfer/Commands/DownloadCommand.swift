@@ -98,7 +98,8 @@ struct DownloadCommand: ParsableCommand {
                 } else {
                     request.directory = directory
                 }
-                items.append(Submission.Item(origin: "\(origin) line \(entry.line)", request: request))
+                items.append(
+                    Submission.Item(origin: "\(origin) line \(entry.line)", line: entry.line, request: request))
             }
             if items.isEmpty {
                 Console.error("no URLs in \(origin); nothing queued")

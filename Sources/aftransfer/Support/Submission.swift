@@ -11,6 +11,8 @@ struct Submission {
     struct Item {
         /// Where the request came from, for messages, or nil for the command line.
         var origin: String?
+        /// Its line in the list (`-i`), or nil for the command line.
+        var line: Int? = nil
         /// The request.
         var request: TransferRequest
     }
@@ -192,8 +194,7 @@ struct Submission {
         // A clash with an earlier request of the list names its line, as the list's own check does.
         let earlierMarker = " is also the file of request "
         if let marker = text.range(of: earlierMarker), let earlier = Int(text[marker.upperBound...]),
-            earlier >= 0, earlier < items.count,
-            let line = items[earlier].origin?.components(separatedBy: " line ").last
+            earlier >= 0, earlier < items.count, let line = items[earlier].line
         {
             text = text[..<marker.lowerBound] + " is also the file of line \(line)"
         }
