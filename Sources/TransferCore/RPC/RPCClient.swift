@@ -178,6 +178,45 @@ public final class RPCClient {
         try awaitResponse(id: id, method: method, deadline: Self.now() + timeout)
     }
 
+    /// Waits for the answer to a request sent with ``post(method:params:)`` whose result is
+    /// `{"jobs": [job or null, …]}` (`transfer.addMany`), reading the job objects straight from
+    /// the response line (``JobObjectReader``) when it can, through the tree otherwise.
+    /// - Returns: the jobs in order, nil for each `null` (a job removed before its object was written).
+    /// - Throws: ``RPCError`` when the daemon answers with an error; ``ClientError`` otherwise, also
+    ///   for a result without `jobs` or with a job that is not a job object.
+    public func jobsResponse(to id: Int64, method: String) throws -> [JobSnapshot?] {
+        let deadline = Self.now() + timeout
+        while true {
+            let read: (jobs: [JobSnapshot?]?, incoming: Incoming?)
+            do {
+                read =
+                    try buffer.withNextLine { line in
+                        if let jobs = JobObjectReader.jobsResponse(line, id: id) { return (jobs, nil) }
+                        return (nil, Self.incoming(line))
+                    } ?? (nil, nil)
+            } catch {
+                throw ClientError.protocolViolation("a line over \(buffer.maximumLineLength) bytes")
+            }
+            if let jobs = read.jobs { return jobs }
+            guard let incoming = read.incoming else {
+                guard try readAvailable(until: deadline) else { throw ClientError.timeout(method: method) }
+                continue
+            }
+            guard let result = try answer(incoming, to: id, method: method) else { continue }
+            guard case .array(let elements)? = result["jobs"] else {
+                throw ClientError.protocolViolation("a \(method) result without jobs")
+            }
+            return try elements.map { element in
+                if element == .null { return nil }
+                do {
+                    return try JobSnapshot(jsonValue: element, codingPath: [])
+                } catch {
+                    throw ClientError.protocolViolation("a \(method) result with a job that is not a job object")
+                }
+            }
+        }
+    }
+
     /// What ``callStreamingResult(method:params:into:)`` did with the response.
     public enum StreamedResponse: Sendable, Equatable {
         /// The result's bytes went to the sink as the daemon wrote them; `byteCount` of them.
@@ -273,36 +312,40 @@ public final class RPCClient {
     /// Reads lines until the response to `id`, keeping notifications for ``streamEvents(tickInterval:onEvent:)``.
     private func awaitResponse(id: Int64, method: String, deadline: Double) throws -> JSONValue {
         while true {
-            guard let line = try readLine(until: deadline) else { throw ClientError.timeout(method: method) }
-            let message: JSONValue
-            do {
-                message = try JSONParser.parse(line)
-            } catch {
-                throw ClientError.protocolViolation("a line that is not JSON")
-            }
-            guard case .object(let fields) = message else {
-                throw ClientError.protocolViolation("a JSON value that is not an object")
-            }
-            if fields["id"] == nil, case .string(let name)? = fields["method"] {
-                pending.append(Self.event(method: name, params: fields["params"]))
-                continue
-            }
-            // A parse error is answered with a null id: it can only be about our request.
-            let answers: Bool
-            switch fields["id"] {
-            case .int(let other)?: answers = other == id
-            case .null?: answers = fields["error"] != nil
-            default: answers = false
-            }
-            guard answers else { continue }
-            if let error = fields["error"], error != .null {
-                guard let rpcError = try? error.decode(as: RPCError.self) else {
-                    throw ClientError.protocolViolation("an error object without code and message")
-                }
-                throw rpcError
-            }
-            return fields["result"] ?? .null
+            guard let incoming = try readIncoming(until: deadline) else { throw ClientError.timeout(method: method) }
+            if let result = try answer(incoming, to: id, method: method) { return result }
         }
+    }
+
+    /// What a line read while waiting for the answer to request `id` means: its `result` when it
+    /// is that answer, nil when it is something else (an event is kept for ``streamEvents``).
+    /// - Throws: the answer's ``RPCError``; ``ClientError/protocolViolation(_:)`` for junk.
+    private func answer(_ incoming: Incoming, to id: Int64, method: String) throws -> JSONValue? {
+        let fields: [String: JSONValue]
+        switch incoming {
+        case .junk(let what):
+            throw ClientError.protocolViolation(what)
+        case .event(let event):
+            pending.append(event)
+            return nil
+        case .message(let members):
+            fields = members
+        }
+        // A parse error is answered with a null id: it can only be about our request.
+        let answers: Bool
+        switch fields["id"] {
+        case .int(let other)?: answers = other == id
+        case .null?: answers = fields["error"] != nil
+        default: answers = false
+        }
+        guard answers else { return nil }
+        if let error = fields["error"], error != .null {
+            guard let rpcError = try? error.decode(as: RPCError.self) else {
+                throw ClientError.protocolViolation("an error object without code and message")
+            }
+            throw rpcError
+        }
+        return fields["result"] ?? .null
     }
 
     /// Sends a typed request and decodes the typed result.
@@ -358,12 +401,58 @@ public final class RPCClient {
                 guard try onEvent(event) else { return }
                 continue
             }
-            guard let line = try readLine(until: nextTick) else { continue }
-            guard case .object(let fields)? = try? JSONParser.parse(line),
-                fields["id"] == nil, case .string(let name)? = fields["method"]
-            else { continue }  // a stray response or junk: not an event
-            pending.append(Self.event(method: name, params: fields["params"]))
+            // A stray response or junk is not an event.
+            guard case .event(let event)? = try readIncoming(until: nextTick) else { continue }
+            pending.append(event)
         }
+    }
+
+    /// A line read from the daemon.
+    private enum Incoming {
+        /// A notification.
+        case event(RPCEvent)
+        /// Any other JSON object (a response), its members.
+        case message([String: JSONValue])
+        /// Not a JSON object: why.
+        case junk(String)
+    }
+
+    /// Reads the next line, or returns nil when `deadline` passes first. A job notification is
+    /// read by ``JobObjectReader`` straight from the read buffer (a follower of thousands of jobs
+    /// gets one a job a state change); anything else through ``JSONParser``.
+    private func readIncoming(until deadline: Double) throws -> Incoming? {
+        while true {
+            let incoming: Incoming?
+            do {
+                incoming = try buffer.withNextLine { Self.incoming($0) }
+            } catch {
+                throw ClientError.protocolViolation("a line over \(buffer.maximumLineLength) bytes")
+            }
+            if let incoming { return incoming }
+            guard try readAvailable(until: deadline) else { return nil }
+        }
+    }
+
+    private static func incoming(_ line: UnsafeRawBufferPointer) -> Incoming {
+        if let n = JobObjectReader.notification(line) {
+            switch n.method {
+            case RPCMethod.transferProgress.rawValue: return .event(.progress(n.job))
+            case RPCMethod.transferState.rawValue: return .event(.state(n.job))
+            case RPCMethod.transferRemoved.rawValue: return .event(.removed(n.job))
+            default: break
+            }
+        }
+        let message: JSONValue
+        do {
+            message = try JSONParser.parse(line)
+        } catch {
+            return .junk("a line that is not JSON")
+        }
+        guard case .object(let fields) = message else { return .junk("a JSON value that is not an object") }
+        if fields["id"] == nil, case .string(let name)? = fields["method"] {
+            return .event(event(method: name, params: fields["params"]))
+        }
+        return .message(fields)
     }
 
     private static func event(method: String, params: JSONValue?) -> RPCEvent {
@@ -400,22 +489,27 @@ public final class RPCClient {
         }
     }
 
-    /// Reads the next complete line, or nil when `deadline` passes first.
-    private func readLine(until deadline: Double) throws -> Data? {
-        while true {
-            do {
-                if let line = try buffer.nextLine() { return line }
-            } catch {
-                throw ClientError.protocolViolation("a line over \(buffer.maximumLineLength) bytes")
-            }
-            guard let chunk = try readChunk(until: deadline) else { return nil }
-            buffer.append(chunk)
-        }
+    /// Reads what the socket has (at least one byte) into the line buffer; false when `deadline`
+    /// passes first.
+    private func readAvailable(until deadline: Double) throws -> Bool {
+        guard let n = try readIntoScratch(until: deadline) else { return false }
+        buffer.append(scratch[0..<n])
+        return true
     }
 
     /// Reads what the socket has (at least one byte), or nil when `deadline` passes first.
     private func readChunk(until deadline: Double) throws -> [UInt8]? {
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        guard let n = try readIntoScratch(until: deadline) else { return nil }
+        return Array(scratch[0..<n])
+    }
+
+    /// Where reads land: allocated once, not 64 KiB filled with zeros a read (a follower wakes up
+    /// for every write of the daemon's, thousands a second).
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Reads what the socket has into ``scratch``: the byte count (at least one), or nil when
+    /// `deadline` passes first.
+    private func readIntoScratch(until deadline: Double) throws -> Int? {
         while true {
             guard fd >= 0 else { throw ClientError.connectionClosed }
             let remaining = deadline - Self.now()
@@ -427,15 +521,14 @@ public final class RPCClient {
                 throw ClientError.io(operation: "poll", errno: errno)
             }
             if ready == 0 { continue }
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = scratch.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 if errno == ECONNRESET { throw closedError }
                 throw ClientError.io(operation: "read", errno: errno)
             }
             if n == 0 { throw closedError }
-            chunk.removeSubrange(n...)
-            return chunk
+            return n
         }
     }
 
@@ -481,16 +574,19 @@ struct LineBuffer {
         return rest
     }
 
-    /// The next complete line without its `\n` (and without a `\r` before it), or nil if none yet.
-    /// Empty lines are skipped.
-    mutating func nextLine() throws -> Data? {
+    /// Calls `body` with the next complete line's bytes, in place (without its `\n`, and without a
+    /// `\r` before it), and returns what it returns; nil if there is no complete line yet. Empty
+    /// lines are skipped. The bytes are valid only during the call.
+    mutating func withNextLine<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         while let newline = bytes[max(scanned, start)...].firstIndex(of: UInt8(ascii: "\n")) {
             var end = newline
             if end > start, bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-            let line = Data(bytes[start..<end])
+            let range = start..<end
             start = newline + 1
             scanned = start
-            if !line.isEmpty { return line }
+            if !range.isEmpty {
+                return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+            }
         }
         scanned = bytes.count
         if bytes.count - start > maximumLineLength {

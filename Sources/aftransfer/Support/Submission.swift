@@ -48,17 +48,25 @@ struct Submission {
             options.wait
             && (try? client.call(
                 method: RPCMethod.eventsSubscribe.rawValue, params: .some(.object(["added": .bool(false)])))) != nil
-        let added: [JSONValue]
+        var added: [JSONValue] = []
+        // The new jobs when the answer was read straight into job objects (nil for a job removed
+        // before its object was written).
+        var followed: [JobSnapshot?]?
         let ids: [Int64]
         do {
             if isList && !options.json && !options.wait {
                 // Only the ids are printed: read them as the result arrives, without decoding it.
-                let ids = try addMany(client: client, idsOnly: true).ids
+                let ids = try addMany(client: client, as: .ids).ids
                 Console.out(ids.map(String.init).joined(separator: "\n"))
                 return
             }
-            if isList {
-                (added, ids) = try addMany(client: client, idsOnly: false).both
+            if isList && !options.json {
+                // Followed, not printed: read straight into job objects, not into a tree of thousands.
+                let jobs = try addMany(client: client, as: .snapshots).snapshots
+                followed = jobs
+                ids = JobIdScanner.filled(jobs.map { $0?.id ?? 0 })
+            } else if isList {
+                (added, ids) = try addMany(client: client, as: .objects).both
             } else {
                 // `.some`: the untyped call, not the generic one that would re-encode the result.
                 let params = try JSONValue(encoding: items[0].request)
@@ -74,10 +82,17 @@ struct Submission {
             return
         }
 
-        // Decoded once as a whole: one decoder for thousands of jobs, not one each.
         // A job removed before its object was written (`null`) is not followed: it did not complete.
-        let jobs = try JSONValue.array(added.filter { $0 != .null }).decode(as: [JobSnapshot].self)
-        let removedEarly = added.count - jobs.count
+        let jobs: [JobSnapshot]
+        let removedEarly: Int
+        if let followed {
+            jobs = followed.compactMap { $0 }
+            removedEarly = followed.count - jobs.count
+        } else {
+            // Decoded once as a whole: one decoder for thousands of jobs, not one each.
+            jobs = try JSONValue.array(added.filter { $0 != .null }).decode(as: [JobSnapshot].self)
+            removedEarly = added.count - jobs.count
+        }
         let follower = JobFollower(client: client, jobs: jobs, subscribed: subscribed)
         if Console.Stream.stderr.isTerminal { Console.endLineOnInterrupt(.stderr) }
         try follower.follow(drawingOn: ProgressRenderer(stream: .stderr, showNames: jobs.count > 1))
@@ -99,14 +114,25 @@ struct Submission {
     /// Queues every item with `transfer.addMany`: in one message when it fits, else in parts of
     /// one batch on this connection (``BatchSplitter``).
     /// - Returns: the new jobs' objects, in the items' order.
-    /// What `transfer.addMany` answered: the job objects, or (``idsOnly``) just their ids.
+    /// What `transfer.addMany` answered, read as ``Reading`` says.
     private struct Added {
         var jobs: [JSONValue] = []
         var ids: [Int64] = []
+        var snapshots: [JobSnapshot?] = []
         var both: ([JSONValue], [Int64]) { (jobs, ids) }
     }
 
-    private func addMany(client: RPCClient, idsOnly: Bool) throws -> Added {
+    /// How to read `transfer.addMany`'s answer.
+    private enum Reading {
+        /// Only the ids, as they arrive (``Added/ids``).
+        case ids
+        /// The job objects as JSON values, to print (``Added/jobs`` and ``Added/ids``).
+        case objects
+        /// Straight into job objects, to follow (``Added/snapshots``; nil for `null`).
+        case snapshots
+    }
+
+    private func addMany(client: RPCClient, as reading: Reading) throws -> Added {
         // Each request is written as JSON text once: measured for the plan, then copied into its part.
         let encoder = JSONValueEncoder()
         let encoded = try items.map { BatchSplitter.encode(try encoder.encode($0.request)) }
@@ -148,7 +174,14 @@ struct Submission {
         }
         guard let last = posted.last else { return Added() }
         let result: JSONValue
-        if idsOnly {
+        if reading == .snapshots {
+            let jobs = try client.jobsResponse(to: last, method: method)
+            guard jobs.count == items.count else {
+                throw ClientError.protocolViolation("a \(method) result without one job per request")
+            }
+            return Added(snapshots: jobs)
+        }
+        if reading == .ids {
             // Read as it arrives: only the ids, without decoding 100,000 job objects.
             var scanner = JobIdScanner()
             switch try client.streamResult(of: last, method: method, into: { scanner.feed($0) }) {

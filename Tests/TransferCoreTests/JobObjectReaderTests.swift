@@ -1,0 +1,209 @@
+import Foundation
+import XCTest
+
+@testable import TransferCore
+
+/// ``JobObjectReader`` must give what the tree path gives (``JSONParser``, then
+/// ``JobSnapshot/init(jsonValue:codingPath:)``) or nothing: it may leave a text to the tree path,
+/// never read it differently. And it must read the daemon's usual objects itself, or it is no
+/// fast path at all.
+final class JobObjectReaderTests: XCTestCase {
+    /// A download as the daemon sends it many times a second: ASCII, no escapes, one attempt.
+    private func download(id: Int64 = 1999, state: TransferState = .completed) -> JobSnapshot {
+        var job = JobSnapshot(
+            id: id, kind: .download, url: "http://127.0.0.1:48829/small/f001998.bin", method: "GET", state: state,
+            destination: "/tmp/out/f001998.bin", bytes: 16384, total: 16384, fraction: 1, rate: 0, eta: 0,
+            attempts: 1, httpStatus: 200, error: nil, waitReason: nil, nextRetryAt: nil, insecure: false,
+            sha256: String(repeating: "9f", count: 32), createdAt: "2026-11-28T03:33:42.520Z",
+            updatedAt: "2026-11-28T03:33:43.539Z", completedAt: "2026-11-28T03:33:43.539Z",
+            history: [
+                AttemptRecord(
+                    attempt: 1, startedAt: "2026-11-28T03:33:43.532Z", endedAt: "2026-11-28T03:33:43.539Z",
+                    httpStatus: 200, bytes: 16384, nameLookup: 4e-06, connect: 0, tls: 0, firstByte: 0.000449,
+                    total: 0.000449, error: nil)
+            ])
+        job.connections = 0
+        return job
+    }
+
+    /// Every member set, nested objects, escapes and non-ASCII text (mostly the tree path's).
+    private func full() -> JobSnapshot {
+        var job = JobSnapshot(
+            id: 9_007_199_254_740_993, kind: .upload, url: "https://example.com/ü?q=1", method: "PATCH",
+            state: .waiting, destination: "/tmp/a \"b\"", bytes: 1 << 40, total: 1 << 41, fraction: 0.5,
+            rate: 12.25, eta: 3, attempts: 2, httpStatus: 503,
+            error: TransferError(.httpStatus, "HTTP 503", retryable: true), waitReason: .backoff,
+            nextRetryAt: "2026-11-24T10:00:00.250Z", insecure: true, sha256: String(repeating: "ab", count: 32),
+            createdAt: "2026-11-24T10:00:00Z", updatedAt: "2026-11-24T10:00:01Z", completedAt: nil,
+            history: [
+                AttemptRecord(
+                    attempt: 1, startedAt: "s", endedAt: "e", httpStatus: 503, bytes: 7, nameLookup: 0.001,
+                    connect: 0.002, tls: 0, firstByte: 0.5, total: 1.25,
+                    error: TransferError(.httpStatus, "HTTP 503", retryable: true)),
+                AttemptRecord(attempt: 2, startedAt: "s2"),
+            ],
+            response: ResponseInfo(status: 201, headers: ["Location": "/x", "Tus-Resumable": "1.0.0"], body: "ok"),
+            uploadUrl: "https://example.com/up/1", resumable: .tus, hook: HookResult(exitStatus: 137, output: "é"))
+        job.connections = 3
+        return job
+    }
+
+    /// The daemon's text of `job`.
+    private func daemonText(_ job: JobSnapshot) -> [UInt8] {
+        var writer = JobJSONWriter(capacity: 1024)
+        writer.write(job)
+        return writer.bytes
+    }
+
+    private func tree(_ text: [UInt8]) -> JobSnapshot? {
+        try? JobSnapshot(jsonValue: try JSONParser.parse(text), codingPath: [])
+    }
+
+    /// The fast path gives nothing or what the tree path gives; returns what it gave.
+    @discardableResult
+    private func assertNeverDiffers(_ text: [UInt8], file: StaticString = #filePath, line: UInt = #line)
+        -> JobSnapshot?
+    {
+        guard let fast = JobObjectReader.snapshot(text) else { return nil }
+        XCTAssertEqual(fast, tree(text), String(decoding: text, as: UTF8.self), file: file, line: line)
+        return fast
+    }
+
+    func testThatTheDaemonsUsualObjectsAreReadOnTheFastPathAsTheTreeReadsThem() throws {
+        for job in [download(), download(id: 1, state: .queued), download(id: 2, state: .running)] {
+            let text = daemonText(job)
+            XCTAssertEqual(JobObjectReader.snapshot(text), job)
+            XCTAssertEqual(JobObjectReader.snapshot(text), tree(text))
+        }
+        // Without the members a job may lack, and with non-ASCII text (valid UTF-8).
+        var sparse = download()
+        sparse.history = []
+        sparse.destination = "/tmp/out/é ü 日本.bin"
+        sparse.connections = nil
+        var text = daemonText(sparse)
+        XCTAssertEqual(JobObjectReader.snapshot(text), tree(text))
+        XCTAssertNotNil(JobObjectReader.snapshot(text))
+        // Whitespace between tokens, members in another order: JSON all the same.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes  // `\/` is an escape: the tree's
+        text = Array(try encoder.encode(download()))
+        text = Array(" \n".utf8) + text.flatMap { $0 == UInt8(ascii: ",") ? Array(" ,\t".utf8) : [$0] } + [0x0A]
+        XCTAssertEqual(JobObjectReader.snapshot(text), download())
+    }
+
+    func testThatNestedObjectsAndEscapesAreReadAsTheTreeReadsThem() {
+        let text = daemonText(full())
+        XCTAssertEqual(tree(text), full())
+        assertNeverDiffers(text)
+        // A nested `error` (read through the tree from its own text) on the fast path.
+        var failed = download(state: .failed)
+        failed.error = TransferError(.httpStatus, "HTTP 404", retryable: false)
+        failed.history[0].error = failed.error
+        XCTAssertEqual(assertNeverDiffers(daemonText(failed)), failed)
+    }
+
+    func testThatWhatTheTreeRefusesOrReadsOtherwiseIsLeftToIt() {
+        let good = String(decoding: daemonText(download()), as: UTF8.self)
+        let cases: [(String, String)] = [
+            (#""id":1999"#, #""id":1999.0"#),  // the tree reads 1999; left to it
+            (#""id":1999"#, #""id":1999,"id":1999"#),  // a member twice: the tree refuses
+            (#""state":"completed""#, #""state":"sleeping""#),  // not a state
+            (#""url":"http"#, #""url":"h\u0074tp"#),  // an escape: left to the tree
+            (#""bytes":16384"#, #""bytes":"16384""#),
+            (#""insecure":false"#, #""insecure":0"#),
+            (#""kind":"download","#, ""),  // a required member missing
+            (#""attempt":1,"#, ""),  // an attempt's required member missing
+            (#""rate":0"#, #""rate":1e999"#),  // out of range
+            (#""total":16384"#, #""total":9223372036854775808"#),  // more than 64 bits
+            (#""total":16384"#, #""total":016384"#),  // a leading zero
+            (#""total":16384"#, #""total":16384,"extra":1,"extra":2"#),  // unknown members: the tree's
+            (#""url":"#, #""u\u0072l":"#),  // an escaped name
+        ]
+        for (from, to) in cases {
+            XCTAssertTrue(good.contains(from), from)
+            let text = Array(good.replacingOccurrences(of: from, with: to).utf8)
+            XCTAssertNil(JobObjectReader.snapshot(text), to)
+        }
+        XCTAssertNil(JobObjectReader.snapshot(Array((good + "x").utf8)))  // text after the object
+        XCTAssertNil(JobObjectReader.snapshot(Array(good.utf8.dropLast())))  // cut short
+        XCTAssertNil(JobObjectReader.snapshot(Array(good.utf8) + [0xFF]))
+        var invalid = Array(good.utf8)
+        invalid[invalid.firstIndex(of: UInt8(ascii: "f"))!] = 0xC3  // a lone lead byte in a string
+        XCTAssertNil(JobObjectReader.snapshot(invalid))
+        XCTAssertNil(JobObjectReader.snapshot(Array("[]".utf8)))
+        XCTAssertNil(JobObjectReader.snapshot(Array("null".utf8)))
+    }
+
+    /// Any byte of a job's text changed to any value: the fast path gives nothing or the tree's.
+    func testThatNoChangedByteMakesTheFastPathDifferFromTheTree() {
+        var rng = SplitMix(seed: 7)
+        let texts = [daemonText(download()), daemonText(full())]
+        let alphabet = Array(#"{}[]":,.-+eE0123456789 \"tfnul"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xFF]
+        var readFast = 0
+        for round in 0..<6000 {
+            var text = texts[round % texts.count]
+            for _ in 0...(round % 3) {
+                let at = Int(rng.next() % UInt64(text.count))
+                text[at] =
+                    rng.next() % 2 == 0 ? alphabet[Int(rng.next() % UInt64(alphabet.count))] : UInt8(rng.next() & 0xFF)
+            }
+            if assertNeverDiffers(text) != nil { readFast += 1 }
+        }
+        XCTAssertGreaterThan(readFast, 100, "the changed texts the fast path still read")
+    }
+
+    func testThatANotificationIsReadWhateverTheOrderOfItsMembers() {
+        let job = daemonText(download(state: .running))
+        let sorted = Array(#"{"jsonrpc":"2.0","method":"transfer.state","params":"#.utf8) + job + Array("}".utf8)
+        let paramsFirst =
+            Array(#"{"params":"#.utf8) + job + Array(#","method":"transfer.progress","jsonrpc":"2.0"}"#.utf8)
+        for (text, method) in [(sorted, "transfer.state"), (paramsFirst, "transfer.progress")] {
+            let n = text.withUnsafeBytes { JobObjectReader.notification($0) }
+            XCTAssertEqual(n?.method, method)
+            XCTAssertEqual(n?.job, download(state: .running))
+        }
+        for text in [
+            #"{"jsonrpc":"2.0","id":3,"result":{"subscribed":true}}"#,  // a response
+            #"{"jsonrpc":"2.0","method":"daemon.stopping","params":{"reason":"signal"}}"#,  // no job
+            #"{"jsonrpc":"1.0","method":"transfer.state","params":{}}"#,
+            #"{"method":"transfer.state"}"#,
+        ] {
+            XCTAssertNil(Array(text.utf8).withUnsafeBytes { JobObjectReader.notification($0) }, text)
+        }
+    }
+
+    func testThatAJobsResponseIsReadWithItsNulls() {
+        let a = daemonText(download(id: 5, state: .queued))
+        let b = daemonText(download(id: 7, state: .queued))
+        let line =
+            Array(#"{"id":4,"jsonrpc":"2.0","result":{"jobs":["#.utf8) + a + Array(",null,".utf8) + b
+            + Array("]}}".utf8)
+        let jobs = line.withUnsafeBytes { JobObjectReader.jobsResponse($0, id: 4) }
+        XCTAssertEqual(jobs, [download(id: 5, state: .queued), nil, download(id: 7, state: .queued)])
+        XCTAssertNil(line.withUnsafeBytes { JobObjectReader.jobsResponse($0, id: 5) }, "another request's answer")
+        let more = Array(line.dropLast(2)) + Array(#","other":[1,{"x":"]"}]}}"#.utf8)
+        XCTAssertNil(more.withUnsafeBytes { JobObjectReader.jobsResponse($0, id: 4) }, "a result with more: the tree's")
+        for text in [
+            #"{"id":4,"jsonrpc":"2.0","error":{"code":-32602,"message":"no"}}"#,
+            #"{"id":4,"jsonrpc":"2.0","result":{}}"#,
+            #"{"id":4,"jsonrpc":"2.0","result":{"jobs":[1]}}"#,
+        ] {
+            XCTAssertNil(Array(text.utf8).withUnsafeBytes { JobObjectReader.jobsResponse($0, id: 4) }, text)
+        }
+        let empty = Array(#"{"id":4,"jsonrpc":"2.0","result":{"jobs":[]}}"#.utf8)
+        XCTAssertEqual(empty.withUnsafeBytes { JobObjectReader.jobsResponse($0, id: 4) }, [])
+    }
+}
+
+/// A seeded generator, so that a failure repeats.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
