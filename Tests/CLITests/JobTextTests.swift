@@ -12,6 +12,15 @@ final class JobTextTests: XCTestCase {
             JobText.name(JobFixture.job(url: "http://example.com/", destination: nil)), "http://example.com/")
     }
 
+    func testThatTheLastPathComponentIsNSStringsWithoutFoundation() {
+        for path in [
+            "/data/x/file.bin", "file.bin", "/", "//", "///", "", "/a", "a/", "/a/b//", "/dir/é ü.bin", "a//b", "/.x",
+            "..",
+        ] {
+            XCTAssertEqual(JobText.lastPathComponent(path), (path as NSString).lastPathComponent, path)
+        }
+    }
+
     func testThatTheAmountShowsTheTotalOnlyWhenKnown() {
         XCTAssertEqual(JobText.amount(JobFixture.job(bytes: 2048)), "2.0 KiB")
         XCTAssertEqual(JobText.amount(JobFixture.job(bytes: 2048, total: 4096)), "2.0 KiB/4.0 KiB")

@@ -15,13 +15,25 @@ enum JobText {
     static func name(_ job: JobSnapshot) -> String {
         let name: String
         if job.kind == .download, let destination = job.destination {
-            name = (destination as NSString).lastPathComponent
+            name = lastPathComponent(destination)
         } else if let url = URL(string: job.url), !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" {
             name = url.lastPathComponent
         } else {
             name = job.url
         }
         return HumanFormat.printable(name)
+    }
+
+    /// `NSString`'s `lastPathComponent` of a file path, without bridging to Foundation (a line
+    /// a job is drawn when thousands are followed): trailing slashes dropped, `/` stays `/`, more
+    /// slashes alone give nothing.
+    static func lastPathComponent(_ path: String) -> String {
+        let slash = UInt8(ascii: "/")
+        if path.utf8.count > 1, path.utf8.allSatisfy({ $0 == slash }) { return "" }
+        var bytes = path.utf8[...]
+        while bytes.count > 1, bytes.last == slash { bytes = bytes.dropLast() }
+        guard bytes.count > 1, let last = bytes.lastIndex(of: slash) else { return String(Substring(bytes)) }
+        return String(Substring(bytes[bytes.index(after: last)...]))
     }
 
     /// `12.3 MiB/27.0 MiB`, or `12.3 MiB` while the total is unknown.
