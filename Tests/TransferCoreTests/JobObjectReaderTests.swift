@@ -152,6 +152,13 @@ final class JobObjectReaderTests: XCTestCase {
         XCTAssertGreaterThan(readFast, 100, "the changed texts the fast path still read")
     }
 
+    func testThatEachMemberNameConstantIsItsNamePacked() {
+        for (key, name) in JobMemberName.all {
+            XCTAssertEqual(key, JSONByteCursor.Key(name), "\(name)")
+        }
+        XCTAssertEqual(Set(JobMemberName.all.map { "\($0.1)" }).count, JobMemberName.all.count)
+    }
+
     func testThatANotificationIsReadWhateverTheOrderOfItsMembers() {
         let job = daemonText(download(state: .running))
         let sorted = Array(#"{"jsonrpc":"2.0","method":"transfer.state","params":"#.utf8) + job + Array("}".utf8)

@@ -371,99 +371,100 @@ struct JSONByteCursor {
         var resumable: ResumableProtocol?
         var hook: HookResult?
         var connections: Int?
-        // The required members' flags (the ones `JobSnapshot(jsonValue:)` throws without).
-        let required: [Int] = [0, 1, 2, 3, 4, 6, 9, 11, 16, 18, 19, 21]
+        // The required members' flags (the ones `JobSnapshot(jsonValue:)` throws without): id, kind,
+        // url, method, state, bytes, rate, attempts, insecure, createdAt, updatedAt, history.
+        let required: UInt64 = 0x2D0A5F
         try members { c, name in
             switch name {
-            case K.id:
+            case JobMemberName.id:
                 try seen.mark(0)
                 id = try c.integer()
-            case K.kind:
+            case JobMemberName.kind:
                 try seen.mark(1)
                 kind = try c.raw(JobKind.self)
-            case K.url:
+            case JobMemberName.url:
                 try seen.mark(2)
                 url = try c.string()
-            case K.method:
+            case JobMemberName.method:
                 try seen.mark(3)
                 method = try c.string()
-            case K.state:
+            case JobMemberName.state:
                 try seen.mark(4)
                 state = try c.raw(TransferState.self)
-            case K.destination:
+            case JobMemberName.destination:
                 try seen.mark(5)
                 destination = try c.optionalString()
-            case K.bytes:
+            case JobMemberName.bytes:
                 try seen.mark(6)
                 bytes = try c.integer()
-            case K.total:
+            case JobMemberName.total:
                 try seen.mark(7)
                 total = try c.optionalInteger()
-            case K.fraction:
+            case JobMemberName.fraction:
                 try seen.mark(8)
                 fraction = try c.optionalDouble()
-            case K.rate:
+            case JobMemberName.rate:
                 try seen.mark(9)
                 rate = try c.double()
-            case K.eta:
+            case JobMemberName.eta:
                 try seen.mark(10)
                 eta = try c.optionalDouble()
-            case K.attempts:
+            case JobMemberName.attempts:
                 try seen.mark(11)
                 attempts = try c.int()
-            case K.httpStatus:
+            case JobMemberName.httpStatus:
                 try seen.mark(12)
                 httpStatus = try c.optionalInt()
-            case K.error:
+            case JobMemberName.error:
                 try seen.mark(13)
                 error = try c.nested(TransferError.self)
-            case K.waitReason:
+            case JobMemberName.waitReason:
                 try seen.mark(14)
                 waitReason = try c.optionalRaw(WaitReason.self)
-            case K.nextRetryAt:
+            case JobMemberName.nextRetryAt:
                 try seen.mark(15)
                 nextRetryAt = try c.optionalString()
-            case K.insecure:
+            case JobMemberName.insecure:
                 try seen.mark(16)
                 insecure = try c.bool()
-            case K.sha256:
+            case JobMemberName.sha256:
                 try seen.mark(17)
                 sha256 = try c.optionalString()
-            case K.createdAt:
+            case JobMemberName.createdAt:
                 try seen.mark(18)
                 createdAt = try c.string()
-            case K.updatedAt:
+            case JobMemberName.updatedAt:
                 try seen.mark(19)
                 updatedAt = try c.string()
-            case K.completedAt:
+            case JobMemberName.completedAt:
                 try seen.mark(20)
                 completedAt = try c.optionalString()
-            case K.history:
+            case JobMemberName.history:
                 try seen.mark(21)
                 try c.expect(UInt8(ascii: "["))
                 if !c.take(UInt8(ascii: "]")) {
                     repeat { history.append(try c.attemptObject()) } while c.take(UInt8(ascii: ","))
                     try c.expect(UInt8(ascii: "]"))
                 }
-            case K.response:
+            case JobMemberName.response:
                 try seen.mark(22)
                 response = try c.nested(ResponseInfo.self)
-            case K.uploadUrl:
+            case JobMemberName.uploadUrl:
                 try seen.mark(23)
                 uploadUrl = try c.optionalString()
-            case K.resumable:
+            case JobMemberName.resumable:
                 try seen.mark(24)
                 resumable = try c.optionalRaw(ResumableProtocol.self)
-            case K.hook:
+            case JobMemberName.hook:
                 try seen.mark(25)
                 hook = try c.nested(HookResult.self)
-            case K.connections:
+            case JobMemberName.connections:
                 try seen.mark(26)
                 connections = try c.optionalInt()
             default: throw NotOnTheFastPath()  // not a member the daemon writes: the tree's
             }
         }
-        guard required.allSatisfy(seen.has) else { throw NotOnTheFastPath() }
+        guard seen.bits & required == required else { throw NotOnTheFastPath() }
         var job = JobSnapshot(
             id: id, kind: kind, url: url, method: method, state: state, destination: destination, bytes: bytes,
             total: total, fraction: fraction, rate: rate, eta: eta, attempts: attempts, httpStatus: httpStatus,
@@ -490,37 +491,37 @@ struct JSONByteCursor {
         var error: TransferError?
         try members { c, name in
             switch name {
-            case K.attempt:
+            case JobMemberName.attempt:
                 try seen.mark(0)
                 attempt = try c.int()
-            case K.startedAt:
+            case JobMemberName.startedAt:
                 try seen.mark(1)
                 startedAt = try c.string()
-            case K.endedAt:
+            case JobMemberName.endedAt:
                 try seen.mark(2)
                 endedAt = try c.optionalString()
-            case K.httpStatus:
+            case JobMemberName.httpStatus:
                 try seen.mark(3)
                 httpStatus = try c.optionalInt()
-            case K.bytes:
+            case JobMemberName.bytes:
                 try seen.mark(4)
                 bytes = try c.integer()
-            case K.nameLookup:
+            case JobMemberName.nameLookup:
                 try seen.mark(5)
                 nameLookup = try c.optionalDouble()
-            case K.connect:
+            case JobMemberName.connect:
                 try seen.mark(6)
                 connect = try c.optionalDouble()
-            case K.tls:
+            case JobMemberName.tls:
                 try seen.mark(7)
                 tls = try c.optionalDouble()
-            case K.firstByte:
+            case JobMemberName.firstByte:
                 try seen.mark(8)
                 firstByte = try c.optionalDouble()
-            case K.total:
+            case JobMemberName.total:
                 try seen.mark(9)
                 total = try c.optionalDouble()
-            case K.error:
+            case JobMemberName.error:
                 try seen.mark(10)
                 error = try c.nested(TransferError.self)
             default: throw NotOnTheFastPath()  // not a member the daemon writes: the tree's
@@ -539,16 +540,16 @@ struct JSONByteCursor {
         var jobs: [JobSnapshot?]?
         try members { c, name in
             switch name {
-            case K.jsonrpc:
+            case JobMemberName.jsonrpc:
                 guard !version, try c.string() == "2.0" else { throw NotOnTheFastPath() }
                 version = true
-            case K.id:
+            case JobMemberName.id:
                 guard !answers, try c.integer() == id else { throw NotOnTheFastPath() }
                 answers = true
-            case K.result:
+            case JobMemberName.result:
                 guard jobs == nil else { throw NotOnTheFastPath() }
                 try c.members { c, name in
-                    guard name == K.jobs else { throw NotOnTheFastPath() }
+                    guard name == JobMemberName.jobs else { throw NotOnTheFastPath() }
                     guard jobs == nil else { throw NotOnTheFastPath() }
                     var list: [JobSnapshot?] = []
                     try c.expect(UInt8(ascii: "["))
@@ -579,13 +580,13 @@ struct JSONByteCursor {
         var version = false
         try members { c, name in
             switch name {
-            case K.jsonrpc:
+            case JobMemberName.jsonrpc:
                 guard !version, try c.string() == "2.0" else { throw NotOnTheFastPath() }
                 version = true
-            case K.method:
+            case JobMemberName.method:
                 guard method == nil else { throw NotOnTheFastPath() }
                 method = try c.string()
-            case K.params:
+            case JobMemberName.params:
                 guard params == nil else { throw NotOnTheFastPath() }
                 c.skipWhitespace()
                 let start = c.index
@@ -608,44 +609,59 @@ struct JSONByteCursor {
     }
 }
 
-/// The member names read here.
-private enum K {
-    static let id = JSONByteCursor.Key("id")
-    static let kind = JSONByteCursor.Key("kind")
-    static let url = JSONByteCursor.Key("url")
-    static let method = JSONByteCursor.Key("method")
-    static let state = JSONByteCursor.Key("state")
-    static let destination = JSONByteCursor.Key("destination")
-    static let bytes = JSONByteCursor.Key("bytes")
-    static let total = JSONByteCursor.Key("total")
-    static let fraction = JSONByteCursor.Key("fraction")
-    static let rate = JSONByteCursor.Key("rate")
-    static let eta = JSONByteCursor.Key("eta")
-    static let attempts = JSONByteCursor.Key("attempts")
-    static let httpStatus = JSONByteCursor.Key("httpStatus")
-    static let error = JSONByteCursor.Key("error")
-    static let waitReason = JSONByteCursor.Key("waitReason")
-    static let nextRetryAt = JSONByteCursor.Key("nextRetryAt")
-    static let insecure = JSONByteCursor.Key("insecure")
-    static let sha256 = JSONByteCursor.Key("sha256")
-    static let createdAt = JSONByteCursor.Key("createdAt")
-    static let updatedAt = JSONByteCursor.Key("updatedAt")
-    static let completedAt = JSONByteCursor.Key("completedAt")
-    static let history = JSONByteCursor.Key("history")
-    static let response = JSONByteCursor.Key("response")
-    static let uploadUrl = JSONByteCursor.Key("uploadUrl")
-    static let resumable = JSONByteCursor.Key("resumable")
-    static let hook = JSONByteCursor.Key("hook")
-    static let connections = JSONByteCursor.Key("connections")
-    static let attempt = JSONByteCursor.Key("attempt")
-    static let startedAt = JSONByteCursor.Key("startedAt")
-    static let endedAt = JSONByteCursor.Key("endedAt")
-    static let nameLookup = JSONByteCursor.Key("nameLookup")
-    static let connect = JSONByteCursor.Key("connect")
-    static let tls = JSONByteCursor.Key("tls")
-    static let firstByte = JSONByteCursor.Key("firstByte")
-    static let jsonrpc = JSONByteCursor.Key("jsonrpc")
-    static let params = JSONByteCursor.Key("params")
-    static let result = JSONByteCursor.Key("result")
-    static let jobs = JSONByteCursor.Key("jobs")
+/// The member names read here, packed as ``JSONByteCursor/Key/init(_:)`` packs them: literals, so
+/// that no `swift_once` guards each comparison (JobObjectReaderTests checks each against its name).
+enum JobMemberName {
+    static let id = JSONByteCursor.Key(low: 0x0000000000006469, high: 0x0000000000000000)  // "id"
+    static let kind = JSONByteCursor.Key(low: 0x00000000646E696B, high: 0x0000000000000000)  // "kind"
+    static let url = JSONByteCursor.Key(low: 0x00000000006C7275, high: 0x0000000000000000)  // "url"
+    static let method = JSONByteCursor.Key(low: 0x0000646F6874656D, high: 0x0000000000000000)  // "method"
+    static let state = JSONByteCursor.Key(low: 0x0000006574617473, high: 0x0000000000000000)  // "state"
+    static let destination = JSONByteCursor.Key(low: 0x74616E6974736564, high: 0x00000000006E6F69)  // "destination"
+    static let bytes = JSONByteCursor.Key(low: 0x0000007365747962, high: 0x0000000000000000)  // "bytes"
+    static let total = JSONByteCursor.Key(low: 0x0000006C61746F74, high: 0x0000000000000000)  // "total"
+    static let fraction = JSONByteCursor.Key(low: 0x6E6F697463617266, high: 0x0000000000000000)  // "fraction"
+    static let rate = JSONByteCursor.Key(low: 0x0000000065746172, high: 0x0000000000000000)  // "rate"
+    static let eta = JSONByteCursor.Key(low: 0x0000000000617465, high: 0x0000000000000000)  // "eta"
+    static let attempts = JSONByteCursor.Key(low: 0x7374706D65747461, high: 0x0000000000000000)  // "attempts"
+    static let httpStatus = JSONByteCursor.Key(low: 0x7461745370747468, high: 0x0000000000007375)  // "httpStatus"
+    static let error = JSONByteCursor.Key(low: 0x000000726F727265, high: 0x0000000000000000)  // "error"
+    static let waitReason = JSONByteCursor.Key(low: 0x7361655274696177, high: 0x0000000000006E6F)  // "waitReason"
+    static let nextRetryAt = JSONByteCursor.Key(low: 0x727465527478656E, high: 0x0000000000744179)  // "nextRetryAt"
+    static let insecure = JSONByteCursor.Key(low: 0x6572756365736E69, high: 0x0000000000000000)  // "insecure"
+    static let sha256 = JSONByteCursor.Key(low: 0x0000363532616873, high: 0x0000000000000000)  // "sha256"
+    static let createdAt = JSONByteCursor.Key(low: 0x4164657461657263, high: 0x0000000000000074)  // "createdAt"
+    static let updatedAt = JSONByteCursor.Key(low: 0x4164657461647075, high: 0x0000000000000074)  // "updatedAt"
+    static let completedAt = JSONByteCursor.Key(low: 0x6574656C706D6F63, high: 0x0000000000744164)  // "completedAt"
+    static let history = JSONByteCursor.Key(low: 0x0079726F74736968, high: 0x0000000000000000)  // "history"
+    static let response = JSONByteCursor.Key(low: 0x65736E6F70736572, high: 0x0000000000000000)  // "response"
+    static let uploadUrl = JSONByteCursor.Key(low: 0x725564616F6C7075, high: 0x000000000000006C)  // "uploadUrl"
+    static let resumable = JSONByteCursor.Key(low: 0x6C62616D75736572, high: 0x0000000000000065)  // "resumable"
+    static let hook = JSONByteCursor.Key(low: 0x000000006B6F6F68, high: 0x0000000000000000)  // "hook"
+    static let connections = JSONByteCursor.Key(low: 0x697463656E6E6F63, high: 0x0000000000736E6F)  // "connections"
+    static let attempt = JSONByteCursor.Key(low: 0x0074706D65747461, high: 0x0000000000000000)  // "attempt"
+    static let startedAt = JSONByteCursor.Key(low: 0x4164657472617473, high: 0x0000000000000074)  // "startedAt"
+    static let endedAt = JSONByteCursor.Key(low: 0x0074416465646E65, high: 0x0000000000000000)  // "endedAt"
+    static let nameLookup = JSONByteCursor.Key(low: 0x6B6F6F4C656D616E, high: 0x0000000000007075)  // "nameLookup"
+    static let connect = JSONByteCursor.Key(low: 0x007463656E6E6F63, high: 0x0000000000000000)  // "connect"
+    static let tls = JSONByteCursor.Key(low: 0x0000000000736C74, high: 0x0000000000000000)  // "tls"
+    static let firstByte = JSONByteCursor.Key(low: 0x7479427473726966, high: 0x0000000000000065)  // "firstByte"
+    static let jsonrpc = JSONByteCursor.Key(low: 0x006370726E6F736A, high: 0x0000000000000000)  // "jsonrpc"
+    static let params = JSONByteCursor.Key(low: 0x0000736D61726170, high: 0x0000000000000000)  // "params"
+    static let result = JSONByteCursor.Key(low: 0x0000746C75736572, high: 0x0000000000000000)  // "result"
+    static let jobs = JSONByteCursor.Key(low: 0x0000000073626F6A, high: 0x0000000000000000)  // "jobs"
+
+    /// Each constant and its name, for the test.
+    static let all: [(JSONByteCursor.Key, StaticString)] = [
+        (id, "id"), (kind, "kind"), (url, "url"), (method, "method"),
+        (state, "state"), (destination, "destination"), (bytes, "bytes"), (total, "total"),
+        (fraction, "fraction"), (rate, "rate"), (eta, "eta"), (attempts, "attempts"),
+        (httpStatus, "httpStatus"), (error, "error"), (waitReason, "waitReason"), (nextRetryAt, "nextRetryAt"),
+        (insecure, "insecure"), (sha256, "sha256"), (createdAt, "createdAt"), (updatedAt, "updatedAt"),
+        (completedAt, "completedAt"), (history, "history"), (response, "response"), (uploadUrl, "uploadUrl"),
+        (resumable, "resumable"), (hook, "hook"), (connections, "connections"), (attempt, "attempt"),
+        (startedAt, "startedAt"), (endedAt, "endedAt"), (nameLookup, "nameLookup"), (connect, "connect"),
+        (tls, "tls"), (firstByte, "firstByte"), (jsonrpc, "jsonrpc"), (params, "params"),
+        (result, "result"), (jobs, "jobs"),
+    ]
 }
