@@ -47,6 +47,8 @@ final class JobObjectReaderTests: XCTestCase {
     {
         guard let fast = JobObjectReader.snapshot(text) else { return nil }
         XCTAssertEqual(fast, tree(text), String(decoding: text, as: UTF8.self), file: file, line: line)
+        // Written out again, so that what `==` does not tell apart (-0.0 and 0.0) is told apart.
+        XCTAssertEqual(tree(text).map(daemonText), daemonText(fast), file: file, line: line)
         return fast
     }
 
@@ -115,6 +117,29 @@ final class JobObjectReaderTests: XCTestCase {
         XCTAssertNil(JobObjectReader.snapshot(Array("null".utf8)))
     }
 
+    func testThatMinusZeroIsZeroAsTheTreeReadsIt() throws {
+        var job = download(state: .running)
+        job.rate = -0.0
+        job.history[0].connect = -0.0
+        let text = daemonText(job)
+        XCTAssertTrue(String(decoding: text, as: UTF8.self).contains(#""rate":-0"#))
+        let fast = try XCTUnwrap(assertNeverDiffers(text))
+        XCTAssertEqual(fast.rate.sign, .plus)
+        XCTAssertEqual(fast.history[0].connect?.sign, .plus)
+    }
+
+    func testThatDeepNestingInANestedObjectIsLeftToTheTree() {
+        let good = String(decoding: daemonText(download()), as: UTF8.self)
+        for depth in [40, 600] {
+            let deep = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+            let text = good.replacingOccurrences(
+                of: #""error":null,"eta""#,
+                with: #""error":{"code":"io","message":"m","retryable":false,"x":"# + deep + #"},"eta""#)
+            XCTAssertNotEqual(text, good)
+            XCTAssertNil(JobObjectReader.snapshot(Array(text.utf8)), "\(depth)")
+        }
+    }
+
     /// Any byte of a job's text changed to any value: the fast path gives nothing or the tree's.
     func testThatNoChangedByteMakesTheFastPathDifferFromTheTree() {
         var rng = SplitMix(seed: 7)
@@ -154,6 +179,7 @@ final class JobObjectReaderTests: XCTestCase {
             #"{"jsonrpc":"2.0","id":3,"result":{"subscribed":true}}"#,  // a response
             #"{"jsonrpc":"2.0","method":"daemon.stopping","params":{"reason":"signal"}}"#,  // no job
             #"{"jsonrpc":"1.0","method":"transfer.state","params":{}}"#,
+            #"{"jsonrpc":"2.0","method":"daemon.something","params":"# + String(decoding: job, as: UTF8.self) + "}",
             #"{"method":"transfer.state"}"#,
         ] {
             XCTAssertNil(Array(text.utf8).withUnsafeBytes { JobObjectReader.notification($0) }, text)

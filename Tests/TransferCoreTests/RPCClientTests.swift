@@ -131,6 +131,62 @@ final class RPCClientTests: XCTestCase {
         }
     }
 
+    // MARK: - A list's jobs read straight into job objects
+
+    private static let job =
+        #"{"attempts":0,"bytes":0,"completedAt":null,"connections":0,"createdAt":"2026-11-28T03:33:42Z","#
+        + #""destination":"/tmp/o/a.bin","error":null,"eta":null,"fraction":null,"history":[],"hook":null,"#
+        + #""httpStatus":null,"id":5,"insecure":false,"kind":"download","method":"GET","nextRetryAt":null,"#
+        + #""rate":0,"sha256":null,"state":"queued","total":null,"updatedAt":"2026-11-28T03:33:42Z","#
+        + #""url":"http://x/a.bin","waitReason":null}"#
+
+    func testThatAJobsAnswerIsReadStraightIntoJobsAfterAnEventAndAnotherAnswer() throws {
+        let lines = [
+            #"{"jsonrpc":"2.0","method":"transfer.state","params":"# + Self.job + "}",
+            #"{"id":7,"jsonrpc":"2.0","result":{"jobs":[]}}"#,
+            #"{"id":1,"jsonrpc":"2.0","result":{"jobs":["# + Self.job + ",null]}}",
+        ]
+        try FakeServer.run(chunks: lines.map { Array(($0 + "\n").utf8) }) { client in
+            let id = try client.post(method: RPCMethod.transferAddMany.rawValue, params: Array("{}".utf8))
+            guard case .jobs(let jobs) = try client.jobsResponse(to: id, method: "m") else {
+                return XCTFail("not read straight into jobs")
+            }
+            XCTAssertEqual(jobs.map { $0?.id }, [5, nil])
+            XCTAssertEqual(jobs.first??.destination, "/tmp/o/a.bin")
+            var kept: [Int64] = []
+            try client.streamEvents(tickInterval: 5) { event in
+                if case .state(let job) = event { kept.append(job.id) }
+                return kept.isEmpty
+            }
+            XCTAssertEqual(kept, [5], "the event read while waiting is kept for the follower")
+        }
+    }
+
+    func testThatAJobsAnswerTheReaderLeavesIsGivenAsItsResult() throws {
+        let escaped = Self.job.replacingOccurrences(of: "a.bin\"", with: "a\\u00e9.bin\"")
+        let line = #"{"id":1,"jsonrpc":"2.0","result":{"jobs":["# + escaped + "]}}\n"
+        try FakeServer.run(chunks: [Array(line.utf8)]) { client in
+            let id = try client.post(method: RPCMethod.transferAddMany.rawValue, params: Array("{}".utf8))
+            guard case .result(let result) = try client.jobsResponse(to: id, method: "m") else {
+                return XCTFail("read by the fast path")
+            }
+            guard case .array(let jobs)? = result["jobs"], case .string(let url)? = jobs.first?["url"] else {
+                return XCTFail("\(result)")
+            }
+            XCTAssertEqual(url, "http://x/a\u{e9}.bin")
+        }
+    }
+
+    func testThatAJobsAnswerThatIsAnErrorIsThrown() throws {
+        let line = #"{"error":{"code":-32602,"message":"request 3: bad"},"id":1,"jsonrpc":"2.0"}"# + "\n"
+        try FakeServer.run(chunks: [Array(line.utf8)]) { client in
+            let id = try client.post(method: RPCMethod.transferAddMany.rawValue, params: Array("{}".utf8))
+            XCTAssertThrowsError(try client.jobsResponse(to: id, method: "m")) {
+                XCTAssertEqual(($0 as? RPCError)?.message, "request 3: bad")
+            }
+        }
+    }
+
     func testThatAResultLineThatDoesNotEndWithABraceIsAProtocolViolation() throws {
         let line = #"{"id":1,"jsonrpc":"2.0","result":[1,2]"# + "\n"
         try FakeServer.run(chunks: [Array(line.utf8)]) { client in

@@ -12,20 +12,27 @@
 /// ``JobSnapshot/init(jsonValue:codingPath:)``; the nested `error`, `hook` and `response` objects
 /// are read that way here too. So it never gives a different job than the tree path, only a
 /// faster one (JobObjectReaderTests compares the two, also on texts with bytes changed at random).
+/// A daemon that adds a member to the job object sends every job through both (slower than the
+/// tree alone) until this reader learns the member.
 public enum JobObjectReader {
     /// The job object that fills `bytes` (whitespace around it allowed), or nil when the tree path
     /// must read it (or refuse it).
-    public static func snapshot(_ bytes: UnsafeRawBufferPointer) -> JobSnapshot? {
+    static func snapshot(_ bytes: UnsafeRawBufferPointer) -> JobSnapshot? {
         var cursor = JSONByteCursor(bytes)
         guard let job = try? cursor.jobObject(), cursor.atEnd() else { return nil }
         return job
     }
 
     /// The job object that fills `bytes`, or nil when the tree path must read it.
-    public static func snapshot<C: Collection>(_ bytes: C) -> JobSnapshot? where C.Element == UInt8 {
+    static func snapshot<C: Collection>(_ bytes: C) -> JobSnapshot? where C.Element == UInt8 {
         if let job = bytes.withContiguousStorageIfAvailable({ snapshot(UnsafeRawBufferPointer($0)) }) { return job }
         return Array(bytes).withUnsafeBytes { snapshot($0) }
     }
+
+    /// The notifications whose params are a job object.
+    static let jobMethods: Set<String> = [
+        RPCMethod.transferState.rawValue, RPCMethod.transferProgress.rawValue, RPCMethod.transferRemoved.rawValue,
+    ]
 
     /// A notification line's method and, for a job notification, its job read on the fast path.
     public struct Notification {
@@ -52,285 +59,7 @@ public enum JobObjectReader {
     }
 }
 
-/// Not this reader's to decide: the tree path reads the text.
-struct NotOnTheFastPath: Error {}
-
-/// A position in JSON text, reading values off it (``JobObjectReader``).
-struct JSONByteCursor {
-    private let bytes: UnsafeRawBufferPointer
-    private var index = 0
-
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
-
-    // MARK: - Tokens
-
-    private mutating func skipWhitespace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x20, 0x09, 0x0A, 0x0D: index += 1
-            default: return
-            }
-        }
-    }
-
-    /// Whether only whitespace is left.
-    mutating func atEnd() -> Bool {
-        skipWhitespace()
-        return index == bytes.count
-    }
-
-    private mutating func expect(_ byte: UInt8) throws {
-        skipWhitespace()
-        guard index < bytes.count, bytes[index] == byte else { throw NotOnTheFastPath() }
-        index += 1
-    }
-
-    /// Consumes `byte` if it comes next.
-    private mutating func take(_ byte: UInt8) -> Bool {
-        skipWhitespace()
-        guard index < bytes.count, bytes[index] == byte else { return false }
-        index += 1
-        return true
-    }
-
-    /// Consumes `null` if it comes next.
-    private mutating func takeNull() throws -> Bool {
-        skipWhitespace()
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "n") else { return false }
-        try literal("null")
-        return true
-    }
-
-    private mutating func literal(_ word: StaticString) throws {
-        let n = word.utf8CodeUnitCount
-        guard index + n <= bytes.count else { throw NotOnTheFastPath() }
-        for k in 0..<n where bytes[index + k] != word.utf8Start[k] { throw NotOnTheFastPath() }
-        index += n
-    }
-
-    /// The members of an object: `body` gets each name and must consume its value.
-    private mutating func members(_ body: (inout JSONByteCursor, Key) throws -> Void) throws {
-        try expect(UInt8(ascii: "{"))
-        if take(UInt8(ascii: "}")) { return }
-        repeat {
-            let name = try key()
-            try expect(UInt8(ascii: ":"))
-            try body(&self, name)
-        } while take(UInt8(ascii: ","))
-        try expect(UInt8(ascii: "}"))
-    }
-
-    /// A member name of up to 16 ASCII bytes packed into two words, compared without making a
-    /// `String` (a `switch` over strings compares them one by one); a longer name is
-    /// ``Key/other``.
-    struct Key: Equatable {
-        var low: UInt64
-        var high: UInt64
-
-        /// Any name no member read here has.
-        static let other = Key(low: 0, high: 0)
-
-        init(low: UInt64, high: UInt64) {
-            self.low = low
-            self.high = high
-        }
-
-        init(_ name: StaticString) {
-            var low: UInt64 = 0
-            var high: UInt64 = 0
-            for k in 0..<name.utf8CodeUnitCount {
-                let byte = UInt64(name.utf8Start[k])
-                if k < 8 { low |= byte << (8 * k) } else { high |= byte << (8 * (k - 8)) }
-            }
-            self.init(low: low, high: high)
-        }
-    }
-
-    private mutating func key() throws -> Key {
-        try expect(UInt8(ascii: "\""))
-        var low: UInt64 = 0
-        var high: UInt64 = 0
-        var k = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            index += 1
-            if byte == UInt8(ascii: "\"") { return k <= 16 ? Key(low: low, high: high) : .other }
-            // An escaped or non-ASCII name is no name read here: the tree path's.
-            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { throw NotOnTheFastPath() }
-            if k < 8 {
-                low |= UInt64(byte) << (8 * k)
-            } else if k < 16 {
-                high |= UInt64(byte) << (8 * (k - 8))
-            }
-            k += 1
-        }
-        throw NotOnTheFastPath()
-    }
-
-    /// A string without escapes or control characters, valid UTF-8.
-    mutating func string() throws -> String {
-        try expect(UInt8(ascii: "\""))
-        let start = index
-        var ascii = true
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let text = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-                index += 1
-                // ASCII needs no validation (and `String(validating:)` is slow, not specialized).
-                if ascii { return String(decoding: text, as: UTF8.self) }
-                guard let s = String(validating: text, as: UTF8.self) else { throw NotOnTheFastPath() }
-                return s
-            }
-            guard byte != UInt8(ascii: "\\"), byte >= 0x20 else { throw NotOnTheFastPath() }
-            if byte >= 0x80 { ascii = false }
-            index += 1
-        }
-        throw NotOnTheFastPath()
-    }
-
-    private mutating func optionalString() throws -> String? { try takeNull() ? nil : string() }
-
-    /// A plain integer: digits with an optional minus, no fraction or exponent (the tree path
-    /// reads `1.0` or `1e3`).
-    private mutating func integer() throws -> Int64 {
-        skipWhitespace()
-        let negative = take(UInt8(ascii: "-"))
-        let start = index
-        var value: Int64 = 0
-        while index < bytes.count, case let d = bytes[index], d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") {
-            let (m, o1) = value.multipliedReportingOverflow(by: 10)
-            let (s, o2) = m.addingReportingOverflow(Int64(d - UInt8(ascii: "0")))
-            guard !o1, !o2 else { throw NotOnTheFastPath() }
-            value = s
-            index += 1
-        }
-        let count = index - start
-        guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { throw NotOnTheFastPath() }
-        if index < bytes.count,
-            bytes[index] == UInt8(ascii: ".") || bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")
-        {
-            throw NotOnTheFastPath()
-        }
-        return negative ? -value : value
-    }
-
-    private mutating func optionalInteger() throws -> Int64? { try takeNull() ? nil : integer() }
-
-    private mutating func int() throws -> Int {
-        guard let v = Int(exactly: try integer()) else { throw NotOnTheFastPath() }
-        return v
-    }
-
-    private mutating func optionalInt() throws -> Int? { try takeNull() ? nil : int() }
-
-    /// A number as a `Double`, as the tree path gives it (RFC 8259's grammar; finite).
-    private mutating func double() throws -> Double {
-        skipWhitespace()
-        let start = index
-        func digits() -> Int {
-            let from = index
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                index += 1
-            }
-            return index - from
-        }
-        _ = take(UInt8(ascii: "-"))
-        let intStart = index
-        let intDigits = digits()
-        guard intDigits > 0, intDigits == 1 || bytes[intStart] != UInt8(ascii: "0") else { throw NotOnTheFastPath() }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard digits() > 0 else { throw NotOnTheFastPath() }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                index += 1
-            }
-            guard digits() > 0 else { throw NotOnTheFastPath() }
-        }
-        // A short number is a small string: no allocation.
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else { throw NotOnTheFastPath() }
-        return value
-    }
-
-    private mutating func optionalDouble() throws -> Double? { try takeNull() ? nil : double() }
-
-    private mutating func bool() throws -> Bool {
-        skipWhitespace()
-        guard index < bytes.count else { throw NotOnTheFastPath() }
-        if bytes[index] == UInt8(ascii: "t") {
-            try literal("true")
-            return true
-        }
-        try literal("false")
-        return false
-    }
-
-    private mutating func raw<E: RawRepresentable>(_ type: E.Type) throws -> E where E.RawValue == String {
-        guard let value = E(rawValue: try string()) else { throw NotOnTheFastPath() }
-        return value
-    }
-
-    private mutating func optionalRaw<E: RawRepresentable>(_ type: E.Type) throws -> E? where E.RawValue == String {
-        try takeNull() ? nil : raw(type)
-    }
-
-    /// Skips a value whose text is read strictly afterwards (an object or array: only its end is
-    /// found here, strings and escapes taken into account) or now (anything else).
-    private mutating func skipValue() throws {
-        skipWhitespace()
-        guard index < bytes.count else { throw NotOnTheFastPath() }
-        switch bytes[index] {
-        case UInt8(ascii: "\""):
-            _ = try string()
-        case UInt8(ascii: "t"), UInt8(ascii: "f"):
-            _ = try bool()
-        case UInt8(ascii: "n"):
-            try literal("null")
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
-            while index < bytes.count {
-                switch bytes[index] {
-                case UInt8(ascii: "\""):
-                    index += 1
-                    while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
-                        index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
-                    }
-                    guard index < bytes.count else { throw NotOnTheFastPath() }
-                case UInt8(ascii: "{"), UInt8(ascii: "["):
-                    depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    depth -= 1
-                    if depth == 0 {
-                        index += 1
-                        return
-                    }
-                default:
-                    break
-                }
-                index += 1
-            }
-            throw NotOnTheFastPath()
-        default:
-            _ = try double()
-        }
-    }
-
-    /// A nested object (`error`, `hook`, `response`) or null, read by the tree path from its text.
-    private mutating func nested<T: JSONValueInitializable>(_ type: T.Type) throws -> T? {
-        if try takeNull() { return nil }
-        skipWhitespace()
-        let start = index
-        try skipValue()
-        let text = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-        return try T(jsonValue: try JSONParser.parse(text), codingPath: [])
-    }
-
-    // MARK: - Objects
-
+extension JSONByteCursor {
     /// One flag a member, so that a member given twice is left to the tree path (which refuses it).
     private struct Seen {
         var bits: UInt64 = 0
@@ -585,7 +314,10 @@ struct JSONByteCursor {
                 version = true
             case JobMemberName.method:
                 guard method == nil else { throw NotOnTheFastPath() }
-                method = try c.string()
+                let name = try c.string()
+                // Only the notifications that carry a job; the rest are the tree's.
+                guard JobObjectReader.jobMethods.contains(name) else { throw NotOnTheFastPath() }
+                method = name
             case JobMemberName.params:
                 guard params == nil else { throw NotOnTheFastPath() }
                 c.skipWhitespace()

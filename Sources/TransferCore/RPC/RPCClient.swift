@@ -178,41 +178,31 @@ public final class RPCClient {
         try awaitResponse(id: id, method: method, deadline: Self.now() + timeout)
     }
 
+    /// An answer whose result is `{"jobs": [job or null, …]}` (``jobsResponse(to:method:)``).
+    public enum JobsAnswer: Sendable {
+        /// Read straight into jobs, in order; nil for each `null` (a job removed before its
+        /// object was written).
+        case jobs([JobSnapshot?])
+        /// The line was the tree path's (``JobObjectReader`` left it): its `result`, for the
+        /// caller to read as it would any other.
+        case result(JSONValue)
+    }
+
     /// Waits for the answer to a request sent with ``post(method:params:)`` whose result is
     /// `{"jobs": [job or null, …]}` (`transfer.addMany`), reading the job objects straight from
-    /// the response line (``JobObjectReader``) when it can, through the tree otherwise.
-    /// - Returns: the jobs in order, nil for each `null` (a job removed before its object was written).
-    /// - Throws: ``RPCError`` when the daemon answers with an error; ``ClientError`` otherwise, also
-    ///   for a result without `jobs` or with a job that is not a job object.
-    public func jobsResponse(to id: Int64, method: String) throws -> [JobSnapshot?] {
+    /// the response line (``JobObjectReader``) when it can.
+    /// - Throws: ``RPCError`` when the daemon answers with an error; ``ClientError`` otherwise.
+    public func jobsResponse(to id: Int64, method: String) throws -> JobsAnswer {
         let deadline = Self.now() + timeout
         while true {
-            let read: (jobs: [JobSnapshot?]?, incoming: Incoming?)
-            do {
-                read =
-                    try buffer.withNextLine { line in
-                        if let jobs = JobObjectReader.jobsResponse(line, id: id) { return (jobs, nil) }
-                        return (nil, Self.incoming(line))
-                    } ?? (nil, nil)
-            } catch {
-                throw ClientError.protocolViolation("a line over \(buffer.maximumLineLength) bytes")
+            let read = try readIncoming(until: deadline) { line -> (jobs: [JobSnapshot?]?, incoming: Incoming?) in
+                if let jobs = JobObjectReader.jobsResponse(line, id: id) { return (jobs, nil) }
+                return (nil, Self.incoming(line))
             }
-            if let jobs = read.jobs { return jobs }
-            guard let incoming = read.incoming else {
-                guard try readAvailable(until: deadline) else { throw ClientError.timeout(method: method) }
-                continue
-            }
-            guard let result = try answer(incoming, to: id, method: method) else { continue }
-            guard case .array(let elements)? = result["jobs"] else {
-                throw ClientError.protocolViolation("a \(method) result without jobs")
-            }
-            return try elements.map { element in
-                if element == .null { return nil }
-                do {
-                    return try JobSnapshot(jsonValue: element, codingPath: [])
-                } catch {
-                    throw ClientError.protocolViolation("a \(method) result with a job that is not a job object")
-                }
+            guard let read else { throw ClientError.timeout(method: method) }
+            if let jobs = read.jobs { return .jobs(jobs) }
+            if let incoming = read.incoming, let result = try answer(incoming, to: id, method: method) {
+                return .result(result)
             }
         }
     }
@@ -421,14 +411,20 @@ public final class RPCClient {
     /// read by ``JobObjectReader`` straight from the read buffer (a follower of thousands of jobs
     /// gets one a job a state change); anything else through ``JSONParser``.
     private func readIncoming(until deadline: Double) throws -> Incoming? {
+        try readIncoming(until: deadline) { Self.incoming($0) }
+    }
+
+    /// Reads the next line and returns what `read` makes of its bytes (in place), or nil when
+    /// `deadline` passes first.
+    private func readIncoming<T>(until deadline: Double, _ read: (UnsafeRawBufferPointer) -> T) throws -> T? {
         while true {
-            let incoming: Incoming?
+            let value: T?
             do {
-                incoming = try buffer.withNextLine { Self.incoming($0) }
-            } catch {
+                value = try buffer.withNextLine(read)
+            } catch is LineBuffer.LineTooLong {
                 throw ClientError.protocolViolation("a line over \(buffer.maximumLineLength) bytes")
             }
-            if let incoming { return incoming }
+            if let value { return value }
             guard try readAvailable(until: deadline) else { return nil }
         }
     }

@@ -26,7 +26,8 @@ enum JobText {
 
     /// `NSString`'s `lastPathComponent` of a file path, without bridging to Foundation (a line
     /// a job is drawn when thousands are followed): trailing slashes dropped, `/` stays `/`, more
-    /// slashes alone give nothing.
+    /// slashes alone give nothing. It splits at every `/` byte, where `NSString` would not split a
+    /// `/` that a combining mark follows (one character to it).
     static func lastPathComponent(_ path: String) -> String {
         let slash = UInt8(ascii: "/")
         if path.utf8.count > 1, path.utf8.allSatisfy({ $0 == slash }) { return "" }

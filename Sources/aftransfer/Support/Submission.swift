@@ -61,10 +61,15 @@ struct Submission {
                 return
             }
             if isList && !options.json {
-                // Followed, not printed: read straight into job objects, not into a tree of thousands.
-                let jobs = try addMany(client: client, as: .snapshots).snapshots
-                followed = jobs
-                ids = JobIdScanner.filled(jobs.map { $0?.id ?? 0 })
+                // Followed, not printed: read straight into job objects, not into a tree of
+                // thousands (unless the answer is the tree's to read: then as below).
+                let answer = try addMany(client: client, as: .snapshots)
+                if let jobs = answer.snapshots {
+                    followed = jobs
+                    ids = JobIdScanner.filled(jobs.map { $0?.id ?? 0 })
+                } else {
+                    (added, ids) = answer.both
+                }
             } else if isList {
                 (added, ids) = try addMany(client: client, as: .objects).both
             } else {
@@ -111,14 +116,12 @@ struct Submission {
         if !follower.allCompleted { throw CLIFailure(CLIFailure.jobFailed) }
     }
 
-    /// Queues every item with `transfer.addMany`: in one message when it fits, else in parts of
-    /// one batch on this connection (``BatchSplitter``).
-    /// - Returns: the new jobs' objects, in the items' order.
     /// What `transfer.addMany` answered, read as ``Reading`` says.
     private struct Added {
         var jobs: [JSONValue] = []
         var ids: [Int64] = []
-        var snapshots: [JobSnapshot?] = []
+        /// The jobs read straight into job objects (``Reading/snapshots``), when they could be.
+        var snapshots: [JobSnapshot?]?
         var both: ([JSONValue], [Int64]) { (jobs, ids) }
     }
 
@@ -128,10 +131,14 @@ struct Submission {
         case ids
         /// The job objects as JSON values, to print (``Added/jobs`` and ``Added/ids``).
         case objects
-        /// Straight into job objects, to follow (``Added/snapshots``; nil for `null`).
+        /// Straight into job objects, to follow (``Added/snapshots``; nil for `null`); as
+        /// ``objects`` when the answer is the tree's to read.
         case snapshots
     }
 
+    /// Queues every item with `transfer.addMany`: in one message when it fits, else in parts of
+    /// one batch on this connection (``BatchSplitter``).
+    /// - Returns: the new jobs, in the items' order, read as `reading` says.
     private func addMany(client: RPCClient, as reading: Reading) throws -> Added {
         // Each request is written as JSON text once: measured for the plan, then copied into its part.
         let encoder = JSONValueEncoder()
@@ -175,13 +182,16 @@ struct Submission {
         guard let last = posted.last else { return Added() }
         let result: JSONValue
         if reading == .snapshots {
-            let jobs = try client.jobsResponse(to: last, method: method)
-            guard jobs.count == items.count else {
-                throw ClientError.protocolViolation("a \(method) result without one job per request")
+            switch try client.jobsResponse(to: last, method: method) {
+            case .jobs(let jobs):
+                guard jobs.count == items.count else {
+                    throw ClientError.protocolViolation("a \(method) result without one job per request")
+                }
+                return Added(snapshots: jobs)
+            case .result(let value):
+                result = value
             }
-            return Added(snapshots: jobs)
-        }
-        if reading == .ids {
+        } else if reading == .ids {
             // Read as it arrives: only the ids, without decoding 100,000 job objects.
             var scanner = JobIdScanner()
             switch try client.streamResult(of: last, method: method, into: { scanner.feed($0) }) {
