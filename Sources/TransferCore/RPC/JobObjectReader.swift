@@ -14,7 +14,7 @@
 /// faster one (JobObjectReaderTests compares the two, also on texts with bytes changed at random).
 /// A daemon that adds a member to the job object sends every job through both (slower than the
 /// tree alone) until this reader learns the member.
-public enum JobObjectReader {
+enum JobObjectReader {
     /// The job object that fills `bytes` (whitespace around it allowed), or nil when the tree path
     /// must read it (or refuse it).
     static func snapshot(_ bytes: UnsafeRawBufferPointer) -> JobSnapshot? {
@@ -35,17 +35,17 @@ public enum JobObjectReader {
     ]
 
     /// A notification line's method and, for a job notification, its job read on the fast path.
-    public struct Notification {
+    struct Notification {
         /// The notification's `method`.
-        public var method: String
+        var method: String
         /// Its `params` read as a job object.
-        public var job: JobSnapshot
+        var job: JobSnapshot
     }
 
     /// A notification line (`{"jsonrpc":"2.0","method":M,"params":{job}}`, members in any order)
     /// whose params are a job object this reader can read; nil for anything else (a response, a
     /// notification without a job, text the tree path must read).
-    public static func notification(_ line: UnsafeRawBufferPointer) -> Notification? {
+    static func notification(_ line: UnsafeRawBufferPointer) -> Notification? {
         var cursor = JSONByteCursor(line)
         return try? cursor.notification()
     }
@@ -53,7 +53,7 @@ public enum JobObjectReader {
     /// The jobs of a response line to request `id` whose result is `{"jobs": [job or null, …]}`
     /// (nil for each `null`); nil for anything else (another response, an error, a result with
     /// other members, text the tree path must read).
-    public static func jobsResponse(_ line: UnsafeRawBufferPointer, id: Int64) -> [JobSnapshot?]? {
+    static func jobsResponse(_ line: UnsafeRawBufferPointer, id: Int64) -> [JobSnapshot?]? {
         var cursor = JSONByteCursor(line)
         return try? cursor.jobsResponse(id: id)
     }
