@@ -97,11 +97,13 @@ struct Destination {
         }
     }
 
-    /// The refusal of a request whose file (its `field`: `destination` or `response`) an earlier
-    /// request of the same list holds, by that one's index: one wording for a list in one message
-    /// and one sent in parts (the CLI turns the index into the list's line).
-    static func heldByEarlierRequest(_ path: String, field: String, earlier: Int) -> TransferError {
-        TransferError(.destinationExists, "\(field): \(path) is also the file of request \(earlier)", retryable: false)
+    /// The refusal of a request whose file (a download's `destination`, an upload's `response`) an
+    /// earlier request of the same list holds, by that one's index: one wording for a list in one
+    /// message and one sent in parts (the CLI turns the index into the list's line).
+    static func heldByEarlierRequest(_ path: String, download: Bool, earlier: Int) -> TransferError {
+        let field = download ? "destination" : "response"
+        return TransferError(
+            .destinationExists, "\(field): \(path) is also the file of request \(earlier)", retryable: false)
     }
 
     /// A `destination_exists` error if another job holds this path (`holder`), or the file

@@ -44,8 +44,7 @@ extension Engine {
         // One job a path: a download's destination, an upload's response file (``JobRecord/heldPath``).
         if let path = record.heldPath {
             if let earlier = claimed[path] {
-                throw Destination.heldByEarlierRequest(
-                    path, field: kind == .download ? "destination" : "response", earlier: earlier)
+                throw Destination.heldByEarlierRequest(path, download: kind == .download, earlier: earlier)
             }
             if let err = Destination(path: path).clash(replace: req.replace == true, heldBy: scheduler.holder(of: path))
             {

@@ -197,7 +197,7 @@ public final class BatchAssembler {
             throw BatchRefusal(
                 index: index,
                 error: Destination.heldByEarlierRequest(
-                    destination, field: isDownload(request) ? "destination" : "response", earlier: earlier.index))
+                    destination, download: isDownload(request), earlier: earlier.index))
         }
         claims[normalized] = Claim(index: index, replace: request.replace == true)
     }

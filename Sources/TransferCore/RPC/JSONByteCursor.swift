@@ -73,30 +73,15 @@ struct JSONByteCursor {
         try expect(UInt8(ascii: "}"))
     }
 
-    /// A member name of up to 16 ASCII bytes packed into two words, compared without making a
-    /// `String` (a `switch` over strings compares them one by one); a longer name is
-    /// ``Key/other``.
+    /// A member name of up to 16 ASCII bytes packed into two words (byte `k` at bits `8k` of
+    /// `low`, then of `high`), compared without making a `String` (a `switch` over strings compares
+    /// them one by one); a longer name is ``Key/other``.
     struct Key: Equatable {
         var low: UInt64
         var high: UInt64
 
         /// Any name no member read here has.
         static let other = Key(low: 0, high: 0)
-
-        init(low: UInt64, high: UInt64) {
-            self.low = low
-            self.high = high
-        }
-
-        init(_ name: StaticString) {
-            var low: UInt64 = 0
-            var high: UInt64 = 0
-            for k in 0..<name.utf8CodeUnitCount {
-                let byte = UInt64(name.utf8Start[k])
-                if k < 8 { low |= byte << (8 * k) } else { high |= byte << (8 * (k - 8)) }
-            }
-            self.init(low: low, high: high)
-        }
     }
 
     mutating func key() throws -> Key {

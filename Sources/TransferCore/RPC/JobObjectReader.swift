@@ -15,37 +15,10 @@
 /// A daemon that adds a member to the job object sends every job through both (slower than the
 /// tree alone) until this reader learns the member.
 enum JobObjectReader {
-    /// The job object that fills `bytes` (whitespace around it allowed), or nil when the tree path
-    /// must read it (or refuse it).
-    static func snapshot(_ bytes: UnsafeRawBufferPointer) -> JobSnapshot? {
-        var cursor = JSONByteCursor(bytes)
-        guard let job = try? cursor.jobObject(), cursor.atEnd() else { return nil }
-        return job
-    }
-
-    /// The job object that fills `bytes`, or nil when the tree path must read it.
-    static func snapshot<C: Collection>(_ bytes: C) -> JobSnapshot? where C.Element == UInt8 {
-        if let job = bytes.withContiguousStorageIfAvailable({ snapshot(UnsafeRawBufferPointer($0)) }) { return job }
-        return Array(bytes).withUnsafeBytes { snapshot($0) }
-    }
-
-    /// The notifications whose params are a job object.
-    static let jobMethods: Set<String> = [
-        RPCMethod.transferState.rawValue, RPCMethod.transferProgress.rawValue, RPCMethod.transferRemoved.rawValue,
-    ]
-
-    /// A notification line's method and, for a job notification, its job read on the fast path.
-    struct Notification {
-        /// The notification's `method`.
-        var method: String
-        /// Its `params` read as a job object.
-        var job: JobSnapshot
-    }
-
-    /// A notification line (`{"jsonrpc":"2.0","method":M,"params":{job}}`, members in any order)
-    /// whose params are a job object this reader can read; nil for anything else (a response, a
+    /// The event of a job notification line (`{"jsonrpc":"2.0","method":M,"params":{job}}`, members
+    /// in any order) whose job this reader can read; nil for anything else (a response, a
     /// notification without a job, text the tree path must read).
-    static func notification(_ line: UnsafeRawBufferPointer) -> Notification? {
+    static func notification(_ line: UnsafeRawBufferPointer) -> RPCEvent? {
         var cursor = JSONByteCursor(line)
         return try? cursor.notification()
     }
@@ -300,11 +273,8 @@ extension JSONByteCursor {
     }
 
     /// A notification carrying a job (``JobObjectReader/notification(_:)``).
-    mutating func notification() throws -> JobObjectReader.Notification {
+    mutating func notification() throws -> RPCEvent {
         var method: String?
-        var params: Range<Int>?
-        // Read in place when the method came first (the daemon sorts its members); else its range
-        // is kept and read at the end.
         var job: JobSnapshot?
         var version = false
         try members { c, name in
@@ -314,35 +284,23 @@ extension JSONByteCursor {
                 version = true
             case JobMemberName.method:
                 guard method == nil else { throw NotOnTheFastPath() }
-                let name = try c.string()
-                // Only the notifications that carry a job; the rest are the tree's.
-                guard JobObjectReader.jobMethods.contains(name) else { throw NotOnTheFastPath() }
-                method = name
+                method = try c.string()
             case JobMemberName.params:
-                guard params == nil else { throw NotOnTheFastPath() }
-                c.skipWhitespace()
-                let start = c.index
-                if method != nil {
-                    job = try c.jobObject()
-                } else {
-                    try c.skipValue()
-                }
-                params = start..<c.index
+                guard job == nil else { throw NotOnTheFastPath() }
+                job = try c.jobObject()  // params that are no job: the tree path's
             default:
                 throw NotOnTheFastPath()  // an `id` (a response) or anything else: the tree path's
             }
         }
-        guard atEnd(), version, let method, let params else { throw NotOnTheFastPath() }
-        if let job { return JobObjectReader.Notification(method: method, job: job) }
-        var inner = JSONByteCursor(UnsafeRawBufferPointer(rebasing: bytes[params]))
-        let late = try inner.jobObject()
-        guard inner.atEnd() else { throw NotOnTheFastPath() }
-        return JobObjectReader.Notification(method: method, job: late)
+        guard atEnd(), version, let method, let job, let event = RPCEvent.carrying(method: method, job: job) else {
+            throw NotOnTheFastPath()
+        }
+        return event
     }
 }
 
-/// The member names read here, packed as ``JSONByteCursor/Key/init(_:)`` packs them: literals, so
-/// that no `swift_once` guards each comparison (JobObjectReaderTests checks each against its name).
+/// The member names read here, packed as ``JSONByteCursor/Key`` packs a name: literals, so that
+/// no `swift_once` guards each comparison (JobObjectReaderTests checks each against its name).
 enum JobMemberName {
     static let id = JSONByteCursor.Key(low: 0x0000000000006469, high: 0x0000000000000000)  // "id"
     static let kind = JSONByteCursor.Key(low: 0x00000000646E696B, high: 0x0000000000000000)  // "kind"
@@ -383,17 +341,4 @@ enum JobMemberName {
     static let result = JSONByteCursor.Key(low: 0x0000746C75736572, high: 0x0000000000000000)  // "result"
     static let jobs = JSONByteCursor.Key(low: 0x0000000073626F6A, high: 0x0000000000000000)  // "jobs"
 
-    /// Each constant and its name, for the test.
-    static let all: [(JSONByteCursor.Key, StaticString)] = [
-        (id, "id"), (kind, "kind"), (url, "url"), (method, "method"),
-        (state, "state"), (destination, "destination"), (bytes, "bytes"), (total, "total"),
-        (fraction, "fraction"), (rate, "rate"), (eta, "eta"), (attempts, "attempts"),
-        (httpStatus, "httpStatus"), (error, "error"), (waitReason, "waitReason"), (nextRetryAt, "nextRetryAt"),
-        (insecure, "insecure"), (sha256, "sha256"), (createdAt, "createdAt"), (updatedAt, "updatedAt"),
-        (completedAt, "completedAt"), (history, "history"), (response, "response"), (uploadUrl, "uploadUrl"),
-        (resumable, "resumable"), (hook, "hook"), (connections, "connections"), (attempt, "attempt"),
-        (startedAt, "startedAt"), (endedAt, "endedAt"), (nameLookup, "nameLookup"), (connect, "connect"),
-        (tls, "tls"), (firstByte, "firstByte"), (jsonrpc, "jsonrpc"), (params, "params"),
-        (result, "result"), (jobs, "jobs"),
-    ]
 }

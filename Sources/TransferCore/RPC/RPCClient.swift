@@ -52,6 +52,17 @@ public enum RPCEvent: Sendable {
     /// Time passed: sent once when the stream starts, then at least every `tickInterval` seconds.
     /// Lets the caller poll (`transfer.get`) in case a notification is missed.
     case tick
+
+    /// The event of a notification `method` whose params are `job`; nil for a method that carries
+    /// no job. One mapping for both ways a line is read (``JobObjectReader`` and the tree).
+    static func carrying(method: String, job: JobSnapshot) -> RPCEvent? {
+        switch method {
+        case RPCMethod.transferProgress.rawValue: return .progress(job)
+        case RPCMethod.transferState.rawValue: return .state(job)
+        case RPCMethod.transferRemoved.rawValue: return .removed(job)
+        default: return nil
+        }
+    }
 }
 
 /// A blocking JSON-RPC 2.0 client for the daemon's Unix socket (`docs/rpc.md`): one JSON object a
@@ -430,14 +441,7 @@ public final class RPCClient {
     }
 
     private static func incoming(_ line: UnsafeRawBufferPointer) -> Incoming {
-        if let n = JobObjectReader.notification(line) {
-            switch n.method {
-            case RPCMethod.transferProgress.rawValue: return .event(.progress(n.job))
-            case RPCMethod.transferState.rawValue: return .event(.state(n.job))
-            case RPCMethod.transferRemoved.rawValue: return .event(.removed(n.job))
-            default: break
-            }
-        }
+        if let event = JobObjectReader.notification(line) { return .event(event) }
         let message: JSONValue
         do {
             message = try JSONParser.parse(line)
@@ -452,15 +456,9 @@ public final class RPCClient {
     }
 
     private static func event(method: String, params: JSONValue?) -> RPCEvent {
-        switch method {
-        case RPCMethod.transferProgress.rawValue:
-            if let job = try? params?.decode(as: JobSnapshot.self) { return .progress(job) }
-        case RPCMethod.transferState.rawValue:
-            if let job = try? params?.decode(as: JobSnapshot.self) { return .state(job) }
-        case RPCMethod.transferRemoved.rawValue:
-            if let job = try? params?.decode(as: JobSnapshot.self) { return .removed(job) }
-        default:
-            break
+        if let job = try? params?.decode(as: JobSnapshot.self), let event = RPCEvent.carrying(method: method, job: job)
+        {
+            return event
         }
         return .notification(method: method, params: params)
     }
