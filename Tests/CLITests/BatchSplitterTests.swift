@@ -34,6 +34,38 @@ final class BatchSplitterTests: XCTestCase {
         }
     }
 
+    func testThatARequestIsWrittenAsItsTreeWouldBe() throws {
+        var full = TransferRequest(url: "http://example.com/a\"b\\c/\u{1}é")
+        full.kind = "download"
+        full.method = "GET"
+        full.destination = "/tmp/x"
+        full.createDirs = true
+        full.replace = false
+        full.headers = ["A: b", "C: d"]
+        full.user = "u:p"
+        full.sha256 = String(repeating: "a", count: 64)
+        full.priority = -3
+        full.limitRate = "2M"
+        full.retries = 0
+        full.cacert = "/ca.pem"
+        full.pinPubkey = "sha256//x"
+        full.pinCert = "/c.pem"
+        full.insecure = true
+        full.onEnd = "echo done"
+        full.connections = 4
+        var upload = TransferRequest(url: "https://example.com/up")
+        upload.kind = "upload"
+        upload.source = "/src"
+        upload.form = ["a=b", "f=@/x"]
+        upload.response = "/resp"
+        upload.resumable = "tus"
+        for request in [full, upload, TransferRequest(url: "http://h/")] {
+            XCTAssertEqual(
+                String(decoding: BatchSplitter.encode(request), as: UTF8.self),
+                String(decoding: BatchSplitter.encode(try JSONValue(encoding: request)), as: UTF8.self))
+        }
+    }
+
     func testThatEveryPartOfARealListEncodesUnderTheLimitAndKeepsEveryRequestInOrder() throws {
         let requests: [JSONValue] = try (0..<5000).map { index in
             var request = TransferRequest(

@@ -141,8 +141,7 @@ struct Submission {
     /// - Returns: the new jobs, in the items' order, read as `reading` says.
     private func addMany(client: RPCClient, as reading: Reading) throws -> Added {
         // Each request is written as JSON text once: measured for the plan, then copied into its part.
-        let encoder = JSONValueEncoder()
-        let encoded = try items.map { BatchSplitter.encode(try encoder.encode($0.request)) }
+        let encoded = items.map { BatchSplitter.encode($0.request) }
         let overheads = try BatchSplitter.overheads()
         let ranges: [Range<Int>]
         let batch: String?
