@@ -20,10 +20,14 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // The daemon's stop signals while it starts: an async-signal-safe handler, in C.
         .target(name: "CSignals"),
+        // What the CLI shares with the daemon and needs no C library for: the job model, the wire
+        // (JSON, the RPC messages and client), the checks of a request, the home's paths. The CLI
+        // links only this, so that it does not load libcurl, OpenSSL, SQLite and libuv at start.
+        .target(name: "TransferBase"),
         .target(
             name: "TransferCore",
             dependencies: [
-                "CCurl", "CUV", "COpenSSL", "CSignals",
+                "TransferBase", "CCurl", "CUV", "COpenSSL", "CSignals",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -39,18 +43,18 @@ let package = Package(
         .executableTarget(
             name: "aftransfer",
             dependencies: [
-                "TransferCore",
+                "TransferBase",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "TransferCoreTests",
-            dependencies: ["TransferCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TransferCore", "TransferBase", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["aftransfer"]
+            dependencies: ["aftransfer", "TransferBase"]
         ),
     ]
 )

@@ -1,4 +1,4 @@
-// libuv plus the few Linux bits Swift cannot see directly (struct ucred, netlink).
+// libuv plus the few Linux bits Swift cannot see directly (netlink, sync_file_range).
 #ifndef AFT_CUV_SHIM_H
 #define AFT_CUV_SHIM_H
 #include <uv.h>
@@ -9,15 +9,6 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <malloc.h>
-
-/// The uid of the peer of a connected Unix socket, or -1 (errno set).
-static inline long aft_peer_uid(int fd) {
-    /* struct ucred needs _GNU_SOURCE, which would clash with Glibc's module: use its layout. */
-    struct { pid_t pid; uid_t uid; gid_t gid; } cred;
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
-    return (long)cred.uid;
-}
 
 /// The file descriptor behind a uv stream/pipe handle, or -1.
 static inline int aft_handle_fd(uv_handle_t *h) {

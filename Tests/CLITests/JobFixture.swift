@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 /// Job objects for the rendering tests: a download of `url` with the fields people see, the rest
 /// at their resting values.

@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 import XCTest
 
 @testable import aftransfer

@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 import XCTest
 
 @testable import aftransfer

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// The daily timetable of download limits, with the clock and time zone injected.

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``ByteBudget``: the daemon-wide budget of one direction, shared in turns; a transfer with its

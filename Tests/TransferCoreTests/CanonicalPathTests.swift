@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// One spelling a file (``CanonicalPath``): what lets the daemon see that two jobs name one file.

@@ -1,6 +1,7 @@
 import CCurl
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 final class CurlErrorClassifierTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// `Daemon.run` booted in-process in a temporary home (pueue's habit), driven with `RPCClient`.

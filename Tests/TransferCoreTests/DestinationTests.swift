@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 final class DestinationTests: TemporaryDirectoryTestCase {

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``DiskSpaceWatcher`` and ``DiskSpace``: which waiting jobs start when space is free.

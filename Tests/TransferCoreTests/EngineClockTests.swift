@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// How far the fake wall clock is set from the real one (seconds); the monotonic clock is real.

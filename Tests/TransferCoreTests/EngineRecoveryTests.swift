@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// Recovery of a download a crash interrupted while it was finalizing and whose part is gone:

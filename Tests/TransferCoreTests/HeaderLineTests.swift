@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// `Content-Range` values as a download reads them (``HeaderLine/contentRange(_:)``): the end is

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``HookRunner``: hooks keyed by their owner; a hook of an ending the job leaves goes on as the

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// The key that `--max-per-host` counts connections by: scheme, host and port.

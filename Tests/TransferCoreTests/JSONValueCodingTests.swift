@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``JSONParser``, ``JSONValueDecoder`` and ``JSONValueEncoder`` against Foundation's JSON coders:

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// The job object read member by member (``JSONValueInitializable``) must give what `Decodable`

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// `--on-end` hooks and `set-url` in ``JobMachine``: the hook to run is recorded with the ending.

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// Every legal transition of ``JobMachine`` and the refusals around it.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``JobObjectReader`` must give what the tree path gives (``JSONParser``, then

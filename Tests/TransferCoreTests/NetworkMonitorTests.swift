@@ -2,6 +2,7 @@ import CUV
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 final class NetworkMonitorTests: XCTestCase {

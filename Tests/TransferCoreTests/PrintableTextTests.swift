@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// README "Text for people never carries control characters": one rule for the daemon's

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``ProcessRunner``: a child on the loop with stdin, output and a time bound.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// A ``JobService`` with `count` made-up jobs (ids 1...count), for the RPC layer alone.

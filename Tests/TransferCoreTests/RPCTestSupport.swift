@@ -1,5 +1,6 @@
 import Foundation
 
+@testable import TransferBase
 @testable import TransferCore
 
 #if canImport(Glibc)

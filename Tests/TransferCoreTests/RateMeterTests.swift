@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``RateMeter``: the smoothed rate, and 0 once nothing comes.

@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// The protocol side of resumable uploads, without a network: which request follows which

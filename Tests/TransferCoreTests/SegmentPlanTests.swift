@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// The arithmetic of segmented downloads: ranges, work stealing, the contiguous prefix.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// ``SocketActivation``: systemd's LISTEN_* and NOTIFY_SOCKET protocols without libsystemd.

@@ -1,6 +1,7 @@
 import GRDB
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 final class StatementRunTests: XCTestCase {

@@ -1,5 +1,6 @@
 import Foundation
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// What the code under test writes to stderr (the daemon's log) while `body` runs: fd 2 points

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// `Fixtures/transfers-v1.sqlite` was written by the first released daemon (schema "v1": one

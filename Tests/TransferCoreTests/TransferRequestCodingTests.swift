@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import TransferBase
 @testable import TransferCore
 
 /// A request read member by member and written directly must give what `Codable` gives:

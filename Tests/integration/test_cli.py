@@ -20,6 +20,24 @@ def slow_url(faultserver, key, size=2_000_000, bps=100_000, **kw):
     return faultserver.url(size=size, key=key, slow=bps, **kw)
 
 
+# MARK: - The binary
+
+
+def test_the_cli_loads_no_transfer_library(bin_dir):
+    """The CLI links TransferBase only: it does not load libcurl, OpenSSL, SQLite or libuv, which
+    cost ~6 ms at the start of every command (README "Layout")."""
+    needed = subprocess.run(["readelf", "-d", str(bin_dir / "aftransfer")], capture_output=True, text=True,
+                            check=True).stdout
+    libraries = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", needed)
+    assert libraries and any(l.startswith("libc.so") for l in libraries), needed
+    for name in ("libcurl", "libssl", "libcrypto", "libsqlite3", "libuv"):
+        assert not any(l.startswith(name) for l in libraries), (name, libraries)
+    # The daemon does load them: the check above reads what it should.
+    daemon = subprocess.run(["readelf", "-d", str(bin_dir / "aftransferd")], capture_output=True, text=True,
+                            check=True).stdout
+    assert "libcurl" in daemon and "libsqlite3" in daemon, daemon
+
+
 # MARK: - No daemon
 
 

@@ -11,7 +11,8 @@ extension Engine {
         _ request: TransferRequest, claimed: [String: Int], knownDirectories: inout Set<String>,
         resolved: inout [String: String], now: Double = Timestamp.now()
     ) throws -> JobRecord {
-        var req = try RequestValidator.validate(request, knownDirectories: &knownDirectories)
+        var req = try RequestValidator.validate(
+            request, knownDirectories: &knownDirectories, certificates: PEMCertificates.count(in:))
         // One spelling a file, so that the clash checks below and the scheduler's see every job
         // that holds it.
         req.destination = req.destination.map { CanonicalPath.file($0, cache: &resolved) }

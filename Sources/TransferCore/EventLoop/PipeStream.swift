@@ -34,8 +34,7 @@ public final class PipeStream {
 
     /// The uid of the process at the other end, or nil when the kernel does not say.
     public var peerUID: uid_t? {
-        let uid = aft_peer_uid(aft_handle_fd(asHandle(handle)))
-        return uid >= 0 ? uid_t(uid) : nil
+        SocketPeer.uid(aft_handle_fd(asHandle(handle)))
     }
 
     /// Bytes handed to ``write(_:completion:)`` that the kernel has not taken yet.

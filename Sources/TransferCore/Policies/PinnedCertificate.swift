@@ -9,30 +9,12 @@ import Foundation
 /// cached connection, made by an unpinned job, would show no chain at all). A plain `http` hop has
 /// no chain and fails the pin.
 public enum PinnedCertificate {
-    /// The base64 body of every PEM certificate in `text`, whitespace removed.
-    public static func pemBodies(_ text: String) -> [String] {
-        var out: [String] = []
-        var current: String?
-        for line in text.split(whereSeparator: \.isNewline) {
-            let l = line.trimmingCharacters(in: .whitespaces)
-            if l.hasPrefix("-----BEGIN CERTIFICATE") {
-                current = ""
-            } else if l.hasPrefix("-----END CERTIFICATE") {
-                if let c = current { out.append(c) }
-                current = nil
-            } else if let c = current {
-                current = c + l
-            }
-        }
-        return out
-    }
-
     /// Whether the chain of the connection behind `easy` contains a certificate of `pemFile`.
     static func chainContains(easy: CurlEasy?, pemFile: String) -> Bool {
         guard let easy, let text = try? String(contentsOfFile: pemFile, encoding: .utf8) else { return false }
-        let pins = Set(pemBodies(text))
+        let pins = Set(PEMText.certificateBodies(text))
         guard !pins.isEmpty else { return false }
-        return easy.certificateChainPEM.contains { pemBodies($0).contains(where: pins.contains) }
+        return easy.certificateChainPEM.contains { PEMText.certificateBodies($0).contains(where: pins.contains) }
     }
 
     /// The error of a hop whose chain lacks the pinned certificate.

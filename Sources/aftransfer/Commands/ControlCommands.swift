@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// The commands that change jobs: `pause`, `resume`, `cancel`, `retry` and `remove`. Each acts on
 /// every id it can, names each refusal on stderr, and exits 2 if any id was refused.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer curl ID`: the equivalent curl command, secrets redacted (the daemon builds it).
 struct CurlCommand: ParsableCommand {

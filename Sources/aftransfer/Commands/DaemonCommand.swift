@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import TransferCore
+import TransferBase
 
 #if canImport(Glibc)
     @preconcurrency import Glibc

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer download URL [-o FILE | -d DIR] …` and `aftransfer download -i LIST -d DIR …`.
 struct DownloadCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer limit [--download RATE|off] [--upload RATE|off] [--schedule 'HH:MM,RATE ...'|off]
 /// [--json]`: sets the daemon-wide limits (SPEC "Bandwidth"), or prints them without options.

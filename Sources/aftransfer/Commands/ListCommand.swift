@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer list [--state STATE] [--limit N] [--json]`.
 struct ListCommand: ParsableCommand {

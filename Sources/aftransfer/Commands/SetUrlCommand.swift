@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer set-url ID URL`: a new URL for a download that is not running (a renewed link).
 struct SetUrlCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer status ID [--json]`.
 struct StatusCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer upload FILE URL …` and `aftransfer upload --form NAME=@FILE … URL …`.
 struct UploadCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// `aftransfer wait ID... [--timeout SECONDS]`.
 struct WaitCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// Options every command takes, after the subcommand (`aftransfer list --json --home DIR`):
 /// which home and socket to use, and whether to start the daemon when none answers.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TransferCore
+import TransferBase
 
 /// Options shared by `download` and `upload`: headers, auth, TLS, scheduling, retries, and how
 /// to report the new job.

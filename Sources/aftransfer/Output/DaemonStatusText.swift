@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 /// The text of `daemon status`: one fact a line.
 enum DaemonStatusText {

@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 /// Numbers for people: `12.3 MiB`, `4.5 MiB/s`, `1m05s`.
 enum HumanFormat {

@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 /// JSON for scripts: keys sorted, pretty-printed, slashes unescaped. Job objects are printed as the
 /// daemon sent them, so that fields this CLI does not know pass through.

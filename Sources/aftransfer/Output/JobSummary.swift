@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 /// The `status` summary for people: one field a line, then the attempts' timelines.
 enum JobSummary {

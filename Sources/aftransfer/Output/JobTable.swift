@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 /// The `list` table for people: id, state, percent, bytes/total, rate, and where the data goes.
 enum JobTable {

@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 /// Short texts about a job, shared by the table, the status summary and the progress bars; text
 /// that comes from outside (names, URLs, messages) is ``HumanFormat/printable(_:)``.

@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 /// What shows followed jobs as they change: the progress bars (``ProgressRenderer``) and the
 /// queue view (``QueueView``).

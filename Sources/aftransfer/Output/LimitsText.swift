@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 /// The daemon-wide limits as text: `limit`'s lines and `daemon status`'s one line.
 enum LimitsText {

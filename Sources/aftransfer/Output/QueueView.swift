@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 /// `watch` with no ids on a terminal: the whole queue as a screen, redrawn in place. Every
 /// unfinished job one line (id, name, state, bar, bytes, rate, ETA), then a totals line; fitted to

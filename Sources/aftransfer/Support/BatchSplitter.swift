@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 /// Plans how a list's requests travel to `transfer.addMany` (SPEC "Scale"): in one message when
 /// the encoded line fits, else in parts of one batch, each line at most ``maximumLineLength``

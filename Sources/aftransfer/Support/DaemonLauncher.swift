@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 #if canImport(Glibc)
     @preconcurrency import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 /// The `-i LIST` file of `download`: one URL a line, `URL<TAB>FILE` to name the file; blank lines
 /// and lines starting with `#` are skipped; a `\r` before the newline is ignored.

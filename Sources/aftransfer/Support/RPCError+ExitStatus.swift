@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 // The library knows nothing about exit codes: the CLI maps its errors to the statuses of SPEC
 // "Exit status" and of docs/rpc.md's error table here, in one place.

@@ -1,4 +1,4 @@
-import TransferCore
+import TransferBase
 
 /// Hands over the elements of a result's top-level arrays one at a time as their bytes arrive
 /// (`{"jobs":[{…},…],"refused":[{…},…]}`), each to be parsed alone: a control command on 100,000

@@ -1,5 +1,5 @@
 import Foundation
-import TransferCore
+import TransferBase
 
 /// Queues the requests of `download` and `upload` and reports them as asked: ids (or job objects
 /// with `--json`) on stdout, then with `--wait` progress on stderr and the outcome as the exit

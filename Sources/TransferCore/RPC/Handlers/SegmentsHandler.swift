@@ -10,12 +10,3 @@ struct SegmentsHandler: RPCHandler {
         return try .encoding(SegmentsResult(segments: segments))
     }
 }
-
-/// The result of `transfer.segments`.
-public struct SegmentsResult: Codable, Sendable, Equatable {
-    /// The ranges, by start (`end` exclusive, `bytes` fetched so far).
-    public var segments: [SegmentProgress]
-
-    /// Creates the result.
-    public init(segments: [SegmentProgress]) { self.segments = segments }
-}

@@ -31,7 +31,7 @@ public enum PrintableText {
 
     /// Whether `text` has a character ``of(_:keepingNewlines:)`` changes. On UTF-8 bytes: the
     /// daemon's log asks it of every line.
-    static func needsEscaping(_ text: String, keepingNewlines: Bool = false) -> Bool {
+    package static func needsEscaping(_ text: String, keepingNewlines: Bool = false) -> Bool {
         var previous: UInt8 = 0
         var beforeThat: UInt8 = 0
         for b in text.utf8 {

@@ -1,4 +1,3 @@
-import CUV
 import Foundation
 
 #if canImport(Glibc)
@@ -8,17 +7,17 @@ import Foundation
 /// The address of a Unix socket (`sockaddr_un`): the one place that fills `sun_path`, for the
 /// daemon's socket (``SocketPath``), the CLI's connection (``RPCClient``) and systemd's notify
 /// socket (``SocketActivation``).
-struct UnixSocketAddress {
+package struct UnixSocketAddress {
     /// The most bytes a name may have (`sun_path` less its terminating NUL).
-    static let maximumLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+    package static let maximumLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
     private var address = sockaddr_un()
     /// The length `connect` and `sendto` are given.
-    let length: socklen_t
+    package let length: socklen_t
 
     /// The address of `path`; with `abstract`, a leading `@` names Linux's abstract namespace
     /// (systemd's `NOTIFY_SOCKET`). Nil for an empty or too long name.
-    init?(_ path: String, abstract: Bool = false) {
+    package init?(_ path: String, abstract: Bool = false) {
         var bytes = Array(path.utf8)
         let isAbstract = abstract && bytes.first == UInt8(ascii: "@")
         if isAbstract { bytes[0] = 0 }
@@ -35,7 +34,7 @@ struct UnixSocketAddress {
     }
 
     /// Calls `body` with the address as a `sockaddr` and its length.
-    func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    package func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
         withUnsafePointer(to: address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
         }

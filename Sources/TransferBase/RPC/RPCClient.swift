@@ -1,4 +1,3 @@
-import CUV
 import Foundation
 
 #if canImport(Glibc)
@@ -90,8 +89,7 @@ public final class RPCClient {
         self.fd = fd
         self.path = path
         self.timeout = timeout
-        let peer = aft_peer_uid(fd)
-        peerUID = peer >= 0 ? UInt32(peer) : nil
+        peerUID = SocketPeer.uid(fd)
     }
 
     /// The uid of the process that listens on the socket (SO_PEERCRED), when the kernel says.

@@ -6,13 +6,13 @@ import Foundation
 /// and one of them would complete with the other's bytes). The daemon keeps the spelling this
 /// gives; the existing directories of a path are resolved by `realpath(3)`, the components that do
 /// not exist yet (`--create-dirs`) are appended with `.` and `..` taken out as text.
-enum CanonicalPath {
+package enum CanonicalPath {
     /// `path` (absolute) with its directory resolved; the last component is kept as it is (a
     /// symbolic link there is the file `--replace` replaces). A path that does not end in a name
     /// (`/`, `.`, `..`) comes back unchanged, for the validator to refuse.
     /// - Parameter cache: directories resolved before, by their spelling (one list's requests
     ///   share their directory: it is resolved once).
-    static func file(_ path: String, cache: inout [String: String]) -> String {
+    package static func file(_ path: String, cache: inout [String: String]) -> String {
         guard path.hasPrefix("/"), let slash = path.lastIndex(of: "/") else { return path }
         let name = String(path[path.index(after: slash)...])
         guard !name.isEmpty, name != ".", name != ".." else { return path }
@@ -24,7 +24,7 @@ enum CanonicalPath {
     static let maxLinks = 40
 
     /// A directory's path (absolute), resolved as ``file(_:cache:)`` resolves a file's.
-    static func directory(_ path: String, cache: inout [String: String]) -> String {
+    package static func directory(_ path: String, cache: inout [String: String]) -> String {
         directory(path, cache: &cache, links: 0)
     }
 

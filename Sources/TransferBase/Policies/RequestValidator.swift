@@ -33,17 +33,27 @@ public enum RequestValidator {
     /// - Throws: `TransferError(code, message)`: `invalid_request` for malformed input,
     ///   `destination_exists` for an existing target without `replace`, `destination_missing_dir`
     ///   for a missing directory without `createDirs`. The message starts with the field's name.
-    public static func validate(_ request: TransferRequest) throws -> TransferRequest {
+    ///
+    /// `certificates` reads a `--cacert` or `--pin-cert` file as the TLS library does (the daemon
+    /// passes OpenSSL's reader): without it, a file whose PEM block holds no readable certificate
+    /// passes here and is refused by the daemon (the CLI links no TLS library).
+    public static func validate(
+        _ request: TransferRequest, certificates: CertificateCounter? = nil
+    ) throws -> TransferRequest {
         var known = Set<String>()
-        return try validate(request, knownDirectories: &known)
+        return try validate(request, knownDirectories: &known, certificates: certificates)
     }
+
+    /// How many certificates a PEM text holds as the TLS library reads them; nil when one of its
+    /// blocks is damaged.
+    public typealias CertificateCounter = ([UInt8]) -> Int?
 
     /// Validates one request of a list, as ``validate(_:)``; `knownDirectories` are the
     /// directories earlier requests of the same list found to be directories (the ones this
     /// request finds are added), so that a list of thousands of downloads into one directory
     /// looks at it once, not once a request.
     public static func validate(
-        _ request: TransferRequest, knownDirectories: inout Set<String>
+        _ request: TransferRequest, knownDirectories: inout Set<String>, certificates: CertificateCounter? = nil
     ) throws -> TransferRequest {
         var r = request
 
@@ -149,8 +159,8 @@ public enum RequestValidator {
             throw invalid("retries: must be between \(retriesRange.lowerBound) and \(retriesRange.upperBound)")
         }
 
-        if let cacert = r.cacert { try checkCertificateFile(cacert, field: "cacert") }
-        if let pinCert = r.pinCert { try checkCertificateFile(pinCert, field: "pinCert") }
+        if let cacert = r.cacert { try checkCertificateFile(cacert, field: "cacert", certificates: certificates) }
+        if let pinCert = r.pinCert { try checkCertificateFile(pinCert, field: "pinCert", certificates: certificates) }
         if let pinPubkey = r.pinPubkey { try validatePinPubkey(pinPubkey) }
 
         if let onEnd = r.onEnd {
@@ -461,18 +471,19 @@ public enum RequestValidator {
     /// Checks a `--cacert` or `--pin-cert` file: readable, and holding at least one PEM
     /// certificate (what libcurl and the pin read), so that a wrong file is refused at once
     /// rather than failing every attempt with `tls`.
-    private static func checkCertificateFile(_ path: String, field: String) throws {
+    private static func checkCertificateFile(_ path: String, field: String, certificates: CertificateCounter?) throws {
         try checkReadableFile(path, field: field)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw invalid("\(field): \(printable(path)) is not readable")
         }
         defer { try? handle.close() }
         let data = (try? handle.read(upToCount: certificateFileLimit)) ?? Data()
-        guard !PinnedCertificate.pemBodies(String(decoding: data, as: UTF8.self)).isEmpty else {
+        guard !PEMText.certificateBodies(String(decoding: data, as: UTF8.self)).isEmpty else {
             throw invalid("\(field): \(printable(path)) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         }
         // (A file past the limit was read in part: its last block may be cut, not damaged.)
-        guard data.count >= certificateFileLimit || (PEMCertificates.count(in: Array(data)) ?? 0) > 0 else {
+        guard let certificates, data.count < certificateFileLimit else { return }
+        guard (certificates(Array(data)) ?? 0) > 0 else {
             throw invalid("\(field): \(printable(path)) holds a PEM certificate that cannot be read (damaged)")
         }
     }

@@ -76,7 +76,7 @@ public struct HeaderField: Equatable, Sendable {
     }
 
     /// The last of a request's `-H` lines named `name` (any case), parsed; nil when none.
-    static func last(named name: String, in lines: [String]?) -> HeaderField? {
+    package static func last(named name: String, in lines: [String]?) -> HeaderField? {
         let wanted = name.lowercased()
         return (lines ?? []).lazy.compactMap { try? HeaderField.parse($0) }.last { $0.name.lowercased() == wanted }
     }
