@@ -1,4 +1,5 @@
-// libuv plus the few Linux bits Swift cannot see directly (netlink, sync_file_range).
+// libuv plus the few Linux bits Swift cannot see directly (netlink, renameat2, sync_file_range,
+// malloc_trim).
 #ifndef AFT_CUV_SHIM_H
 #define AFT_CUV_SHIM_H
 #include <uv.h>

@@ -34,60 +34,52 @@ final class BatchSplitterTests: XCTestCase {
         }
     }
 
+    /// (That the writer gives `Codable`'s bytes for every field is TransferRequestCodingTests'.)
     func testThatARequestIsWrittenAsItsTreeWouldBe() throws {
-        var full = TransferRequest(url: "http://example.com/a\"b\\c/\u{1}é")
-        full.kind = "download"
-        full.method = "GET"
-        full.destination = "/tmp/x"
-        full.createDirs = true
-        full.replace = false
-        full.headers = ["A: b", "C: d"]
-        full.user = "u:p"
-        full.sha256 = String(repeating: "a", count: 64)
-        full.priority = -3
-        full.limitRate = "2M"
-        full.retries = 0
-        full.cacert = "/ca.pem"
-        full.pinPubkey = "sha256//x"
-        full.pinCert = "/c.pem"
-        full.insecure = true
-        full.onEnd = "echo done"
-        full.connections = 4
-        var upload = TransferRequest(url: "https://example.com/up")
-        upload.kind = "upload"
-        upload.source = "/src"
-        upload.form = ["a=b", "f=@/x"]
-        upload.response = "/resp"
-        upload.resumable = "tus"
-        for request in [full, upload, TransferRequest(url: "http://h/")] {
+        var list = TransferRequest(url: "http://example.com/a\"b\\c/\u{1}é")
+        list.kind = "download"
+        list.directory = "/tmp/x"
+        list.headers = ["A: b", "C: d"]
+        list.priority = -3
+        list.insecure = true
+        for request in [list, TransferRequest(url: "http://h/")] {
             XCTAssertEqual(
                 String(decoding: BatchSplitter.encode(request), as: UTF8.self),
-                String(decoding: BatchSplitter.encode(try JSONValue(encoding: request)), as: UTF8.self))
+                String(decoding: try JobJSONWriter.json(request), as: UTF8.self))
         }
     }
 
     func testThatEveryPartOfARealListEncodesUnderTheLimitAndKeepsEveryRequestInOrder() throws {
-        let requests: [JSONValue] = try (0..<5000).map { index in
+        let requests = (0..<5000).map { index in
             var request = TransferRequest(
                 url: "http://127.0.0.1:8080/files/\(index)/" + String(repeating: "p", count: 300))
             request.kind = "download"
             request.directory = "/tmp/downloads"
-            return try JSONValue(encoding: request)
+            return request
         }
+        // As Submission sends them: each request written once, the parts' params from those bytes.
+        let encoded = requests.map(BatchSplitter.encode)
         let overheads = try BatchSplitter.overheads()
-        let sizes = try requests.map { try BatchSplitter.size(of: $0) }
         guard
             case .parts(let ranges) = try BatchSplitter().plan(
-                sizes: sizes, singleOverhead: overheads.single, partOverhead: overheads.part)
+                sizes: encoded.map(\.count), singleOverhead: overheads.single, partOverhead: overheads.part)
         else { return XCTFail("5,000 requests of 300+ bytes do not fit in one line") }
         XCTAssertGreaterThan(ranges.count, 1)
         XCTAssertEqual(ranges.flatMap { Array($0) }, Array(0..<5000))
+        var urls: [String] = []
         for (number, range) in ranges.enumerated() {
-            let params = BatchSplitter.partParams(
-                batch: BatchSplitter.newBatchID(), requests: Array(requests[range]), final: number == ranges.count - 1)
+            let bytes = BatchSplitter.params(
+                batch: BatchSplitter.newBatchID(), final: number == ranges.count - 1, requests: encoded[range])
+            let params = try JSONParser.parse(bytes)
             let length = try BatchSplitter.lineLength(params: params)
             XCTAssertLessThanOrEqual(length, BatchSplitter.defaultMaximumLineLength, "part \(number)")
+            guard case .array(let part)? = params["requests"] else { return XCTFail("part \(number): no requests") }
+            for request in part {
+                guard case .string(let url)? = request["url"] else { return XCTFail("a request without its url") }
+                urls.append(url)
+            }
         }
+        XCTAssertEqual(urls, requests.map(\.url))
     }
 
     func testThatTheParamsHaveTheWireShapeOfTransferAddMany() {

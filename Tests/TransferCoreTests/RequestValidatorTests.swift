@@ -72,7 +72,8 @@ final class RequestValidatorTests: XCTestCase {
         _ request: TransferRequest, _ code: TransferErrorCode = .invalidRequest, mentioning field: String,
         file: StaticString = #filePath, line: UInt = #line
     ) {
-        XCTAssertThrowsError(try RequestValidator.validate(request), file: file, line: line) { error in
+        XCTAssertThrowsError(try RequestValidator.validate(request, certificates: nil), file: file, line: line) {
+            error in
             guard let refusal = error as? TransferError else {
                 return XCTFail("not a TransferError: \(error)", file: file, line: line)
             }
@@ -89,18 +90,18 @@ final class RequestValidatorTests: XCTestCase {
         var known = Set<String>()
         var first = TransferRequest(url: "https://example.com/a")
         first.directory = path("dir")
-        _ = try RequestValidator.validate(first, knownDirectories: &known)
-        _ = try RequestValidator.validate(download(to: path("dir/b.bin")), knownDirectories: &known)
+        _ = try RequestValidator.validate(first, knownDirectories: &known, certificates: nil)
+        _ = try RequestValidator.validate(download(to: path("dir/b.bin")), knownDirectories: &known, certificates: nil)
         XCTAssertEqual(known, [path("dir")])
         // Known, it is not looked at again for the rest of the list...
         try FileManager.default.removeItem(atPath: path("dir"))
         var second = first
         second.url = "https://example.com/c"
-        XCTAssertNoThrow(try RequestValidator.validate(second, knownDirectories: &known))
+        XCTAssertNoThrow(try RequestValidator.validate(second, knownDirectories: &known, certificates: nil))
         // ...but a request on its own, or another list, looks.
         assertRefused(second, .destinationMissingDir, mentioning: "directory")
         var fresh = Set<String>()
-        XCTAssertThrowsError(try RequestValidator.validate(second, knownDirectories: &fresh))
+        XCTAssertThrowsError(try RequestValidator.validate(second, knownDirectories: &fresh, certificates: nil))
         XCTAssertTrue(fresh.isEmpty)
     }
 
@@ -108,20 +109,20 @@ final class RequestValidatorTests: XCTestCase {
         var known = Set<String>()
         var request = TransferRequest(url: "https://example.com/a")
         request.directory = path("file.txt")
-        XCTAssertThrowsError(try RequestValidator.validate(request, knownDirectories: &known))
+        XCTAssertThrowsError(try RequestValidator.validate(request, knownDirectories: &known, certificates: nil))
         XCTAssertTrue(known.isEmpty)
     }
 
     // MARK: kind
 
     func testThatKindDefaultsToDownload() throws {
-        XCTAssertEqual(try RequestValidator.validate(download()).kind, "download")
+        XCTAssertEqual(try RequestValidator.validate(download(), certificates: nil).kind, "download")
     }
 
     func testThatKindIsNormalizedAndOtherKindsAreRefused() throws {
         var r = download()
         r.kind = "DOWNLOAD"
-        XCTAssertEqual(try RequestValidator.validate(r).kind, "download")
+        XCTAssertEqual(try RequestValidator.validate(r, certificates: nil).kind, "download")
         r.kind = "sync"
         assertRefused(r, mentioning: "kind")
     }
@@ -129,12 +130,12 @@ final class RequestValidatorTests: XCTestCase {
     // MARK: url
 
     func testThatTheURLIsTrimmedAndItsSchemeLowercased() throws {
-        let r = try RequestValidator.validate(download("  HTTPS://Example.com/A?b=C \n"))
+        let r = try RequestValidator.validate(download("  HTTPS://Example.com/A?b=C \n"), certificates: nil)
         XCTAssertEqual(r.url, "https://Example.com/A?b=C")
     }
 
     func testThatOnlyHTTPAndHTTPSAreAccepted() throws {
-        XCTAssertNoThrow(try RequestValidator.validate(download("http://example.com/x")))
+        XCTAssertNoThrow(try RequestValidator.validate(download("http://example.com/x"), certificates: nil))
         for url in [
             "ftp://example.com/x", "file:///etc/passwd", "gopher://h/", "javascript:alert(1)", "example.com/x", "//h/x",
         ] {
@@ -161,25 +162,25 @@ final class RequestValidatorTests: XCTestCase {
     func testThatAnOverlongURLIsRefused() throws {
         let base = "https://example.com/"
         let fits = base + String(repeating: "a", count: RequestValidator.maxURLBytes - base.utf8.count)
-        XCTAssertNoThrow(try RequestValidator.validate(download(fits)))
+        XCTAssertNoThrow(try RequestValidator.validate(download(fits), certificates: nil))
         assertRefused(download(fits + "a"), mentioning: "url")
     }
 
     func testThatAnOutOfRangePortIsRefused() {
         assertRefused(download("http://h:0/x"), mentioning: "url")
         assertRefused(download("http://h:65536/x"), mentioning: "url")
-        XCTAssertNoThrow(try RequestValidator.validate(download("http://h:65535/x")))
+        XCTAssertNoThrow(try RequestValidator.validate(download("http://h:65535/x"), certificates: nil))
         // Digits too many for an integer: Foundation then reports no port at all.
         assertRefusedURL("http://127.0.0.1:99999999999999999999/x", saying: "port out of range")
         assertRefusedURL("http://h:18446744073709551617", saying: "port out of range")
         for fine in ["http://h:/x", "http://h:00080/x", "http://u:p@h:8080?q", "http://[::1]:8080/x", "http://[::1]"] {
-            XCTAssertNoThrow(try RequestValidator.validate(download(fine)), fine)
+            XCTAssertNoThrow(try RequestValidator.validate(download(fine), certificates: nil), fine)
         }
     }
 
     private func assertRefusedURL(_ url: String, saying words: String, line: UInt = #line) {
         assertRefused(download(url), mentioning: "url", line: line)
-        XCTAssertThrowsError(try RequestValidator.validate(download(url)), line: line) { error in
+        XCTAssertThrowsError(try RequestValidator.validate(download(url), certificates: nil), line: line) { error in
             let message = (error as? TransferError)?.message ?? ""
             XCTAssertTrue(words.isEmpty || message.contains(words), message, line: line)
         }
@@ -190,7 +191,7 @@ final class RequestValidatorTests: XCTestCase {
         assertRefusedURL("http://[::1]x/x", saying: "")
         assertRefusedURL("http://u:pw@@localhost/a", saying: "second @")
         assertRefusedURL("http://a@b@localhost/a", saying: "second @")
-        XCTAssertNoThrow(try RequestValidator.validate(download("http://u:p%40w@localhost/a")))
+        XCTAssertNoThrow(try RequestValidator.validate(download("http://u:p%40w@localhost/a"), certificates: nil))
         for bad in ["http://a%20b/x", "http://a%2Fb/x", "http://a%zz/x", "http://a$b/x", "http://a(b)/x"] {
             assertRefusedURL(bad, saying: bad.contains("%zz") ? "" : "host name")
         }
@@ -198,12 +199,13 @@ final class RequestValidatorTests: XCTestCase {
             "http://b%C3%BCcher.example/x", "http://bücher.example/x", "http://a_b-c.example/x",
             "http://[fe80::1%25lo]/",
         ] {
-            XCTAssertNoThrow(try RequestValidator.validate(download(fine)), fine)
+            XCTAssertNoThrow(try RequestValidator.validate(download(fine), certificates: nil), fine)
         }
     }
 
     func testThatARefusedURLMessageHidesThePassword() {
-        XCTAssertThrowsError(try RequestValidator.validate(download("http://me:s3cr3t@/x"))) { error in
+        XCTAssertThrowsError(try RequestValidator.validate(download("http://me:s3cr3t@/x"), certificates: nil)) {
+            error in
             XCTAssertFalse((error as? TransferError)?.message.contains("s3cr3t") ?? true)
         }
     }
@@ -211,10 +213,10 @@ final class RequestValidatorTests: XCTestCase {
     // MARK: method
 
     func testThatADownloadUsesGET() throws {
-        XCTAssertEqual(try RequestValidator.validate(download()).method, "GET")
+        XCTAssertEqual(try RequestValidator.validate(download(), certificates: nil).method, "GET")
         var r = download()
         r.method = "get"
-        XCTAssertEqual(try RequestValidator.validate(r).method, "GET")
+        XCTAssertEqual(try RequestValidator.validate(r, certificates: nil).method, "GET")
         for method in ["POST", "PUT", "HEAD", ""] {
             r.method = method
             assertRefused(r, mentioning: "method")
@@ -222,19 +224,19 @@ final class RequestValidatorTests: XCTestCase {
     }
 
     func testThatAnUploadDefaultsToPUTOrToPOSTForAForm() throws {
-        XCTAssertEqual(try RequestValidator.validate(upload()).method, "PUT")
+        XCTAssertEqual(try RequestValidator.validate(upload(), certificates: nil).method, "PUT")
         var form = upload()
         form.source = nil
         form.form = ["a=b"]
-        XCTAssertEqual(try RequestValidator.validate(form).method, "POST")
+        XCTAssertEqual(try RequestValidator.validate(form, certificates: nil).method, "POST")
         form.method = "put"
-        XCTAssertEqual(try RequestValidator.validate(form).method, "PUT")
+        XCTAssertEqual(try RequestValidator.validate(form, certificates: nil).method, "PUT")
     }
 
     func testThatAnUploadAcceptsOnlyPUTOrPOST() throws {
         var r = upload()
         r.method = "post"
-        XCTAssertEqual(try RequestValidator.validate(r).method, "POST")
+        XCTAssertEqual(try RequestValidator.validate(r, certificates: nil).method, "POST")
         for method in ["GET", "PATCH", "DELETE"] {
             r.method = method
             assertRefused(r, mentioning: "method")
@@ -290,7 +292,7 @@ final class RequestValidatorTests: XCTestCase {
         r.replace = false
         r.headers = ["Accept: */*"]
         r.limitRate = "2M"
-        let v = try RequestValidator.validate(r)
+        let v = try RequestValidator.validate(r, certificates: nil)
         XCTAssertEqual(v.destination, path("out.bin"))
         XCTAssertEqual(v.headers, ["Accept: */*"])
         XCTAssertEqual(v.limitRate, "2M")
@@ -304,13 +306,13 @@ final class RequestValidatorTests: XCTestCase {
         assertRefused(r, mentioning: "header Accept-Encoding")
         for same in ["accept-encoding: Identity", "Accept-Encoding: identity;q=1", "Accept-Encoding:"] {
             r.headers = [same]
-            XCTAssertNoThrow(try RequestValidator.validate(r), same)
+            XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil), same)
         }
         r.headers = ["Accept-Encoding: identity, gzip"]
         assertRefused(r, mentioning: "header Accept-Encoding")
         var u = upload()
         u.headers = ["Accept-Encoding: gzip"]
-        XCTAssertNoThrow(try RequestValidator.validate(u))
+        XCTAssertNoThrow(try RequestValidator.validate(u, certificates: nil))
     }
 
     func testThatADestinationThatIsADirectoryIsRefused() {
@@ -327,7 +329,7 @@ final class RequestValidatorTests: XCTestCase {
         assertRefused(download(to: path("file.txt")), .destinationExists, mentioning: "destination")
         var r = download(to: path("file.txt"))
         r.replace = true
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
     }
 
     func testThatADanglingSymlinkCountsAsAnExistingDestination() throws {
@@ -341,7 +343,7 @@ final class RequestValidatorTests: XCTestCase {
         assertRefused(download(to: deep), .destinationMissingDir, mentioning: "destination")
         var r = download(to: deep)
         r.createDirs = true
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         XCTAssertFalse(FileManager.default.fileExists(atPath: path("new")), "validation must not create anything")
     }
 
@@ -356,11 +358,11 @@ final class RequestValidatorTests: XCTestCase {
         var r = download()
         r.destination = nil
         r.directory = path("dir")
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.directory = path("newdir/sub")
         assertRefused(r, .destinationMissingDir, mentioning: "directory")
         r.createDirs = true
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.directory = path("file.txt/sub")
         assertRefused(r, .destinationMissingDir, mentioning: "directory")
     }
@@ -384,13 +386,13 @@ final class RequestValidatorTests: XCTestCase {
         assertRefused(r, mentioning: "response")
         r = download()
         r.form = []
-        XCTAssertNil(try RequestValidator.validate(r).form)
+        XCTAssertNil(try RequestValidator.validate(r, certificates: nil).form)
     }
 
     // MARK: uploads
 
     func testThatAValidUploadPasses() throws {
-        let v = try RequestValidator.validate(upload())
+        let v = try RequestValidator.validate(upload(), certificates: nil)
         XCTAssertEqual(v.kind, "upload")
         XCTAssertEqual(v.source, path("file.txt"))
     }
@@ -430,7 +432,7 @@ final class RequestValidatorTests: XCTestCase {
         var r = upload()
         r.source = nil
         r.form = ["title=Hi", "doc=@\(path("file.txt"));type=text/plain"]
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.form = ["title=Hi", "doc=@\(path("missing.txt"))"]
         assertRefused(r, mentioning: "form doc")
         r.form = ["doc=@\(path("dir"))"]
@@ -444,11 +446,11 @@ final class RequestValidatorTests: XCTestCase {
     func testThatTheResponseFileFollowsTheDestinationRules() throws {
         var r = upload()
         r.response = path("resp.txt")
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.response = path("file.txt")
         assertRefused(r, .destinationExists, mentioning: "response")
         r.replace = true
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.response = path("dir")
         assertRefused(r, mentioning: "response")
         r.response = path("nodir/resp.txt")
@@ -469,7 +471,7 @@ final class RequestValidatorTests: XCTestCase {
     func testThatEveryHeaderMustParse() throws {
         var r = download()
         r.headers = ["Accept: */*", "Authorization: Bearer x"]
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         for bad in ["NoColon", ": empty", "Bad Name: v", "X-A: b\r\nX-B: c"] {
             r.headers = ["Accept: */*", bad]
             assertRefused(r, mentioning: "header")
@@ -479,9 +481,9 @@ final class RequestValidatorTests: XCTestCase {
     func testThatUserNeedsAColonAndNoLineBreaks() throws {
         var r = download()
         r.user = "me:secret"
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.user = "me:"
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         for bad in ["me", "", "me:se\ncret", "me:se\rcret", "me:se\0cret"] {
             r.user = bad
             assertRefused(r, mentioning: "user")
@@ -491,7 +493,7 @@ final class RequestValidatorTests: XCTestCase {
     func testThatSHA256IsSixtyFourHexDigitsAndLowercased() throws {
         var r = download()
         r.sha256 = String(repeating: "AbC0", count: 16)
-        XCTAssertEqual(try RequestValidator.validate(r).sha256, String(repeating: "abc0", count: 16))
+        XCTAssertEqual(try RequestValidator.validate(r, certificates: nil).sha256, String(repeating: "abc0", count: 16))
         for bad in [
             "", "abc", String(repeating: "a", count: 63), String(repeating: "a", count: 65),
             String(repeating: "g", count: 64),
@@ -505,7 +507,7 @@ final class RequestValidatorTests: XCTestCase {
         var r = download()
         for ok in [-1_000_000, -1, 0, 1_000_000] {
             r.priority = ok
-            XCTAssertNoThrow(try RequestValidator.validate(r))
+            XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         }
         for bad in [-1_000_001, 1_000_001, Int.max, Int.min] {
             r.priority = bad
@@ -516,7 +518,7 @@ final class RequestValidatorTests: XCTestCase {
     func testThatLimitRateMustParse() throws {
         var r = download()
         r.limitRate = "500K"
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         for bad in ["", "0", "-1K", "fast"] {
             r.limitRate = bad
             assertRefused(r, mentioning: "limitRate")
@@ -527,7 +529,7 @@ final class RequestValidatorTests: XCTestCase {
         var r = download()
         for ok in [0, 8, 1000] {
             r.retries = ok
-            XCTAssertNoThrow(try RequestValidator.validate(r))
+            XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         }
         for bad in [-1, 1001] {
             r.retries = bad
@@ -539,10 +541,10 @@ final class RequestValidatorTests: XCTestCase {
         var r = download()
         r.cacert = path("cert.pem")
         r.pinCert = path("cert.pem")
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.cacert = path("damaged.pem")
         // Only with a reader of certificates (the daemon's, OpenSSL): the CLI links none.
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         XCTAssertThrowsError(try RequestValidator.validate(r, certificates: PEMCertificates.count(in:))) { error in
             XCTAssertEqual((error as? TransferError)?.code, .invalidRequest)
             XCTAssertTrue((error as? TransferError)?.message.contains("cacert") == true, "\(error)")
@@ -562,7 +564,9 @@ final class RequestValidatorTests: XCTestCase {
         var r = download()
         r.cacert = path("not.pem")
         assertRefused(r, mentioning: "cacert")
-        XCTAssertThrowsError(try RequestValidator.validate(r)) { XCTAssertTrue("\($0)".contains("no PEM certificate")) }
+        XCTAssertThrowsError(try RequestValidator.validate(r, certificates: nil)) {
+            XCTAssertTrue("\($0)".contains("no PEM certificate"))
+        }
         r.cacert = nil
         r.pinCert = path("not.pem")
         assertRefused(r, mentioning: "pinCert")
@@ -573,9 +577,9 @@ final class RequestValidatorTests: XCTestCase {
         let other = "sha256//" + Data(repeating: 9, count: 32).base64EncodedString()
         var r = download()
         r.pinPubkey = pin
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         r.pinPubkey = "\(pin);\(other)"
-        XCTAssertNoThrow(try RequestValidator.validate(r))
+        XCTAssertNoThrow(try RequestValidator.validate(r, certificates: nil))
         for bad in [
             "", pin + ";", "sha1//" + Data(repeating: 7, count: 20).base64EncodedString(),
             "sha256//" + Data(repeating: 7, count: 31).base64EncodedString(), "sha256//not base64!", "sha256//",
@@ -592,7 +596,7 @@ final class RequestValidatorTests: XCTestCase {
         try write("file.txt")
         var r = upload()
         r.resumable = "TUS"
-        XCTAssertEqual(try RequestValidator.validate(r).resumable, "tus")
+        XCTAssertEqual(try RequestValidator.validate(r, certificates: nil).resumable, "tus")
         r.resumable = "sometimes"
         assertRefused(r, mentioning: "resumable")
         var form = upload()

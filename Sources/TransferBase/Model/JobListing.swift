@@ -1,5 +1,5 @@
 /// The stored fields the job object is made of (everything but the live progress of a running
-/// attempt): read a page at a time for `transfer.list`, or taken from a full ``JobRecord``.
+/// attempt): read a page at a time for `transfer.list`, or taken from a full `JobRecord` (in the daemon).
 public struct JobListing: Equatable, Sendable {
     public var id: Int64
     public var kind: JobKind

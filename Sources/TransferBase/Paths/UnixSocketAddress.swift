@@ -5,8 +5,8 @@ import Foundation
 #endif
 
 /// The address of a Unix socket (`sockaddr_un`): the one place that fills `sun_path`, for the
-/// daemon's socket (``SocketPath``), the CLI's connection (``RPCClient``) and systemd's notify
-/// socket (``SocketActivation``).
+/// daemon's socket (`SocketPath`), the CLI's connection (``RPCClient``) and systemd's notify
+/// socket (`SocketActivation`, both in the daemon).
 package struct UnixSocketAddress {
     /// The most bytes a name may have (`sun_path` less its terminating NUL).
     package static let maximumLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1

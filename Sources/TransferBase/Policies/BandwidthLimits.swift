@@ -1,7 +1,7 @@
 import Foundation
 
 /// The daemon-wide limits (SPEC "Bandwidth"): a fixed download limit or a daily schedule of them,
-/// and an upload limit. Persisted by the store; applied by the engine's ``BandwidthGovernor``.
+/// and an upload limit. Persisted by the store; applied by the engine's `BandwidthGovernor`.
 public struct BandwidthLimits: Equatable, Sendable {
     /// The fixed download limit, bytes per second (nil: none, or the schedule decides).
     public var download: Int64?

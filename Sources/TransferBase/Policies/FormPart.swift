@@ -14,7 +14,7 @@ public enum FormPart: Codable, Equatable, Sendable {
     /// A text field, `NAME=VALUE`.
     case field(name: String, value: String)
     /// A file part, `NAME=@FILE[;type=MIME][;filename=NAME]`. `contentType` nil means "guess from
-    /// the extension" (``MIMEType``); `filename` nil means the file's own last path component.
+    /// the extension" (`MIMEType`, in the daemon); `filename` nil means the file's own last path component.
     case file(name: String, path: String, contentType: String?, filename: String?)
 
     /// The part's field name.

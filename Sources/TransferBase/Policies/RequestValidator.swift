@@ -34,11 +34,11 @@ public enum RequestValidator {
     ///   `destination_exists` for an existing target without `replace`, `destination_missing_dir`
     ///   for a missing directory without `createDirs`. The message starts with the field's name.
     ///
-    /// `certificates` reads a `--cacert` or `--pin-cert` file as the TLS library does (the daemon
-    /// passes OpenSSL's reader): without it, a file whose PEM block holds no readable certificate
-    /// passes here and is refused by the daemon (the CLI links no TLS library).
+    /// `certificates` reads a `--cacert` or `--pin-cert` file as the TLS library does: the daemon
+    /// passes OpenSSL's reader. The CLI, which links no TLS library, passes nil: a file whose PEM
+    /// block holds no readable certificate then passes here, and the daemon refuses it.
     public static func validate(
-        _ request: TransferRequest, certificates: CertificateCounter? = nil
+        _ request: TransferRequest, certificates: CertificateCounter?
     ) throws -> TransferRequest {
         var known = Set<String>()
         return try validate(request, knownDirectories: &known, certificates: certificates)
@@ -48,12 +48,12 @@ public enum RequestValidator {
     /// blocks is damaged.
     public typealias CertificateCounter = ([UInt8]) -> Int?
 
-    /// Validates one request of a list, as ``validate(_:)``; `knownDirectories` are the
+    /// Validates one request of a list, as ``validate(_:certificates:)``; `knownDirectories` are the
     /// directories earlier requests of the same list found to be directories (the ones this
     /// request finds are added), so that a list of thousands of downloads into one directory
     /// looks at it once, not once a request.
     public static func validate(
-        _ request: TransferRequest, knownDirectories: inout Set<String>, certificates: CertificateCounter? = nil
+        _ request: TransferRequest, knownDirectories: inout Set<String>, certificates: CertificateCounter?
     ) throws -> TransferRequest {
         var r = request
 

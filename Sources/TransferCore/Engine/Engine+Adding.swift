@@ -5,7 +5,7 @@ import Foundation
 extension Engine {
     /// Validates one request and builds its row; `claimed` are destinations taken by earlier
     /// requests of the same batch (with their index), `knownDirectories` the directories they found
-    /// (``RequestValidator/validate(_:knownDirectories:)``), `resolved` the directories their
+    /// (``RequestValidator/validate(_:knownDirectories:certificates:)``), `resolved` the directories their
     /// paths were resolved in (``CanonicalPath``).
     private func prepareRecord(
         _ request: TransferRequest, claimed: [String: Int], knownDirectories: inout Set<String>,

@@ -92,21 +92,9 @@ struct BatchSplitter {
         return (single, part)
     }
 
-    /// The encoded length of one request inside the array.
-    static func size(of request: JSONValue) throws -> Int {
-        encode(request).count
-    }
-
-    /// One request's params as the JSON text ``RPCClient`` sends.
-    static func encode(_ request: JSONValue) -> [UInt8] {
-        var writer = JobJSONWriter(capacity: 256)
-        writer.value(request)
-        return writer.bytes
-    }
-
     /// One request's params as the JSON text ``RPCClient`` sends, written straight from its
-    /// fields: the same bytes as ``encode(_:)-(JSONValue)`` of its tree, without the tree (encoding
-    /// 2,000 requests through `Codable` was a twelfth of the CLI's time to queue them).
+    /// fields: the same bytes as `Codable` and a tree give (``JobJSONWriter/json(_:)``), without
+    /// them (encoding 2,000 requests that way was a twelfth of the CLI's time to queue them).
     static func encode(_ request: TransferRequest) -> [UInt8] {
         var writer = JobJSONWriter(capacity: 256)
         writer.write(request)

@@ -35,7 +35,8 @@ struct Submission {
         var directories = Set<String>()
         for item in items {
             do {
-                _ = try RequestValidator.validate(item.request, knownDirectories: &directories)
+                // Without a reader of certificates: the CLI links no TLS library (the daemon reads them).
+                _ = try RequestValidator.validate(item.request, knownDirectories: &directories, certificates: nil)
             } catch {
                 throw CLIFailure.usage(RefusalWording.message(Self.message(of: error), origin: item.origin))
             }
