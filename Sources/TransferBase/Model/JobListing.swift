@@ -1,26 +1,45 @@
 /// The stored fields the job object is made of (everything but the live progress of a running
 /// attempt): read a page at a time for `transfer.list`, or taken from a full `JobRecord` (in the daemon).
 public struct JobListing: Equatable, Sendable {
+    /// The job's id.
     public var id: Int64
+    /// Download or upload.
     public var kind: JobKind
     /// The URL as stored (credentials included; redacted in the job object).
     public var url: String
+    /// The method of the job's requests (`GET`, `PUT`, `POST`).
     public var method: String
+    /// The job's state.
     public var state: TransferState
+    /// Download: the target path (nil until named). Upload: the source file.
     public var destination: String?
+    /// Download: the part's bytes that are durable (its last checkpoint). Upload: bytes sent.
     public var durableBytes: Int64
+    /// The size, once known.
     public var total: Int64?
+    /// Attempts started so far.
     public var attempts: Int
+    /// The last response's status.
     public var httpStatus: Int?
+    /// The last attempt's error, if it failed.
     public var error: TransferError?
+    /// While waiting: why.
     public var waitReason: WaitReason?
+    /// While waiting on a timer: when (seconds since 1970).
     public var nextRetryAt: Double?
+    /// Whether TLS verification is off for this job.
     public var insecure: Bool
+    /// The digest of the finished file (download) or payload (upload).
     public var sha256: String?
+    /// When the job was queued (seconds since 1970).
     public var createdAt: Double
+    /// When the job's row last changed (seconds since 1970).
     public var updatedAt: Double
+    /// When the job completed (seconds since 1970).
     public var completedAt: Double?
+    /// Upload: what the server answered.
     public var response: ResponseInfo?
+    /// The attempt history, oldest first.
     public var history: [AttemptRecord]
     /// Upload: the resumable upload's URL, or nil.
     public var uploadUrl: String?

@@ -3,6 +3,7 @@
 public struct TransferRequest: Codable, Sendable, Equatable {
     /// `"download"` (default) or `"upload"`.
     public var kind: String?
+    /// The URL (http or https); its scheme is lowercased by ``RequestValidator``.
     public var url: String
     /// `GET` for downloads; `PUT` (default) or `POST` for uploads (`POST` for forms).
     public var method: String?
@@ -10,7 +11,9 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var destination: String?
     /// Download: the directory for a suggested file name (absolute).
     public var directory: String?
+    /// Download or `--response`: create missing parent directories (`--create-dirs`).
     public var createDirs: Bool?
+    /// Download or `--response`: replace an existing file (`--replace`).
     public var replace: Bool?
     /// Raw header lines, `Name: value`.
     public var headers: [String]?
@@ -18,9 +21,11 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var user: String?
     /// Expected hex SHA-256 of the finished file.
     public var sha256: String?
+    /// Higher runs first (`--priority`, default 0; may be negative).
     public var priority: Int?
     /// Bytes per second (`"500K"`, `"2M"` or a plain number).
     public var limitRate: String?
+    /// Retries after a failed attempt (`--retries`, default 8; 0 never repeats a request).
     public var retries: Int?
     /// Upload: the source file (absolute).
     public var source: String?
@@ -28,9 +33,13 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     public var form: [String]?
     /// Upload: where to save the response body (absolute).
     public var response: String?
+    /// A PEM file of CA certificates to trust (`--cacert`, absolute).
     public var cacert: String?
+    /// Public-key pins, `sha256//BASE64[;sha256//...]` (`--pin-pubkey`).
     public var pinPubkey: String?
+    /// A PEM certificate the server's chain must contain (`--pin-cert`, absolute).
     public var pinCert: String?
+    /// Turn off TLS verification (`--insecure`; shown in the job object).
     public var insecure: Bool?
     /// Upload: `"auto"` (IETF resumable uploads, the default), `"tus"` (tus 1.0.0) or `"off"`.
     public var resumable: String?
@@ -39,6 +48,7 @@ public struct TransferRequest: Codable, Sendable, Equatable {
     /// Download: connections to fetch it over (1–16; `-x`); nil: the daemon's `--connections`.
     public var connections: Int?
 
+    /// A request for `url` with every option unset.
     public init(url: String) { self.url = url }
 
     /// Every member a request may have (`transfer.add`'s params, each of `transfer.addMany`'s

@@ -343,9 +343,14 @@ public final class CurlEasy {
 
 /// The phases of one request, in seconds from its start (libcurl's `CURLINFO_*_TIME`).
 public struct CurlTimeline: Equatable, Sendable {
+    /// Until the name was resolved.
     public var nameLookup: Double?
+    /// Until the TCP connection was up.
     public var connect: Double?
+    /// Until the TLS handshake was done (0 for plain http).
     public var tls: Double?
+    /// Until the first byte of the response.
     public var firstByte: Double?
+    /// The whole request.
     public var total: Double?
 }

@@ -9,6 +9,7 @@ public struct DaemonConfiguration: Sendable {
     /// Whether to watch netlink for reachability (off only for tests without netlink).
     public var watchNetwork = true
 
+    /// A configuration for `paths` with `engine`'s settings.
     public init(paths: Paths, engine: EngineConfig = EngineConfig()) {
         self.paths = paths
         self.engine = engine

@@ -42,12 +42,15 @@ public struct EngineConfig: Sendable {
     /// The most connections a download may use (`--connections`, `-x`).
     public static let maxConnections = RequestValidator.connectionsRange.upperBound
 
+    /// `--max-active`: transfers at once.
     public var maxActive = EngineConfig.defaultMaxActive
     /// `--max-per-host`.
     public var maxPerHost = EngineConfig.defaultMaxPerHost
     /// `--connections`: a download's connections unless its request names them.
     public var connections = EngineConfig.defaultConnections
+    /// `--stall-timeout`: seconds under 1 byte/s that end an attempt as a `timeout`.
     public var stallTimeout = EngineConfig.defaultStallTimeout
+    /// `--checkpoint-interval`: seconds between checkpoints while bytes flow.
     public var checkpointInterval = EngineConfig.defaultCheckpointInterval
     /// Mode for files the daemon creates for the user (0666 less the user's umask; the daemon
     /// itself runs with umask 077).
@@ -57,6 +60,7 @@ public struct EngineConfig: Sendable {
     /// The daemon's `--on-end` hook (run after a job's own), or nil.
     public var onEnd: String?
 
+    /// The defaults.
     public init() {}
 }
 

@@ -39,6 +39,7 @@ public struct UVError: Error, CustomStringConvertible {
         self.operation = operation
     }
 
+    /// The operation and libuv's message for the code.
     public var description: String {
         "\(operation): \(String(cString: uv_strerror(code)))"
     }

@@ -4,22 +4,39 @@
 /// NULL. Produced by ``JobMachine`` and the attempt code, merged per job and committed by the
 /// store's group commit (``WriteBatch``).
 public struct JobPatch: Equatable, Sendable {
+    /// The new state.
     public var state: TransferState?
+    /// A new URL (`set-url`).
     public var url: String?
+    /// The target path once named (download), or nil.
     public var destination: String??
+    /// The durable bytes after a checkpoint.
     public var durableBytes: Int64?
+    /// The size, once known (nil: unknown again).
     public var total: Int64??
+    /// The validators of the part's bytes, for `If-Range`.
     public var etag: String??
+    /// (With `etag`.) The `Last-Modified` of the part's bytes.
     public var lastModified: String??
+    /// Attempts started so far.
     public var attempts: Int?
+    /// Retries spent under the policy.
     public var retriesUsed: Int?
+    /// The last response's status.
     public var httpStatus: Int??
+    /// The last attempt's error, or nil to clear it.
     public var error: TransferError??
+    /// Why the job waits, or nil.
     public var waitReason: WaitReason??
+    /// When a timer's wait ends, or nil.
     public var nextRetryAt: Double??
+    /// Whether the verified part is being put in place.
     public var finalizing: Bool?
+    /// The digest of the finished file or payload.
     public var sha256: String??
+    /// Upload: what the server answered.
     public var response: ResponseInfo??
+    /// When the job completed.
     public var completedAt: Double??
     /// Upload: the resumable upload's URL (migration v4-resumable).
     public var uploadUrl: String??

@@ -3,10 +3,14 @@ import GRDB
 
 /// A source file as it was when its upload was queued.
 public struct SourceStamp: Codable, Sendable, Equatable {
+    /// The source file (absolute).
     public var path: String
+    /// Its size at enqueue.
     public var size: Int64
+    /// Its modification time at enqueue (seconds since 1970).
     public var mtime: Double
 
+    /// A stamp of `path`.
     public init(path: String, size: Int64, mtime: Double) {
         self.path = path
         self.size = size
@@ -18,13 +22,18 @@ public struct SourceStamp: Codable, Sendable, Equatable {
 ///
 /// Nested Codable fields (`request`, `error`, `history`, `response`) are stored as JSON text.
 public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableRecord, Equatable {
+    /// The table (GRDB).
     public static let databaseTableName = "job"
 
+    /// The job's id (nil until inserted).
     public var id: Int64?
+    /// Download or upload.
     public var kind: JobKind
     /// The URL as given (credentials included; redacted on output).
     public var url: String
+    /// The method of the job's requests.
     public var method: String
+    /// The job's state.
     public var state: TransferState
     /// The normalized request: every option of the job.
     public var request: TransferRequest
@@ -32,31 +41,44 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
     public var destination: String?
     /// Download: bytes of the part file that are durable (fdatasync'ed before this was written).
     public var durableBytes: Int64
+    /// The size, once known.
     public var total: Int64?
     /// Validators of the bytes in the part file, for `If-Range`.
     public var etag: String?
+    /// (With `etag`.) The `Last-Modified` of the bytes in the part file.
     public var lastModified: String?
+    /// Attempts started so far.
     public var attempts: Int
     /// Retries spent under the policy (offline waits spend none).
     public var retriesUsed: Int
+    /// The last response's status.
     public var httpStatus: Int?
+    /// The last attempt's error, if it failed.
     public var error: TransferError?
+    /// While waiting: why.
     public var waitReason: WaitReason?
     /// Seconds since 1970 of the next retry while waiting on a timer.
     public var nextRetryAt: Double?
+    /// Higher runs first.
     public var priority: Int
     /// Download: the part is whole, synced and verified; the rename may be in progress.
     public var finalizing: Bool
+    /// The digest of the finished file (download) or payload (upload).
     public var sha256: String?
     /// Upload: the source's size and mtime at enqueue (for `source_changed`).
     public var sourceSize: Int64?
+    /// (With `sourceSize`.) The source's mtime at enqueue.
     public var sourceMtime: Double?
+    /// Upload: what the server answered.
     public var response: ResponseInfo?
     /// The attempt history, oldest first: kept in the `attempt` table (migration v3), filled in
     /// by the store when one job is read; not a column of this row.
     public var history: [AttemptRecord] = []
+    /// When the job was queued (seconds since 1970).
     public var createdAt: Double
+    /// When the row last changed (seconds since 1970).
     public var updatedAt: Double
+    /// When the job completed (seconds since 1970).
     public var completedAt: Double?
     /// Upload: each source file's size and mtime at enqueue, in form order (migration v2; nil for
     /// older rows, which keep the aggregate `sourceSize`/`sourceMtime` check).
@@ -82,6 +104,7 @@ public struct JobRecord: Codable, Sendable, FetchableRecord, MutablePersistableR
         case hookPending, hook, segments
     }
 
+    /// Takes the id SQLite gave the new row (GRDB).
     public mutating func didInsert(_ inserted: InsertionSuccess) {
         id = inserted.rowID
     }

@@ -81,6 +81,8 @@ public struct WriteBatch {
 
 /// A history entry's place: its job and its position in that job's history.
 public struct AttemptKey: Hashable, Sendable {
+    /// The job.
     public var jobId: Int64
+    /// The entry's position in the job's history, from 0.
     public var seq: Int
 }
