@@ -11,9 +11,9 @@
 enum PlainHTTPURL {
     /// `url` with its scheme lowercased, when it is one of these URLs; nil otherwise.
     static func normalized(_ url: String) -> String? {
-        var bytes = url
-        let found = bytes.withUTF8 { b -> Int? in
-            guard let n = Self.schemeLength(b), var i = hostEnd(b, from: n + 3) else { return nil }
+        var text = url  // withUTF8 is mutating: it may make the string contiguous
+        let found = text.withUTF8 { b -> Int? in
+            guard let n = schemeLength(b), var i = hostEnd(b, from: n + 3) else { return nil }
             if i < b.count && b[i] == UInt8(ascii: ":") {
                 guard let afterPort = portEnd(b, from: i + 1) else { return nil }
                 i = afterPort

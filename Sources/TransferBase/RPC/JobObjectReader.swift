@@ -287,15 +287,18 @@ extension JSONByteCursor {
                 method = try c.string()
             case JobMemberName.params:
                 guard job == nil else { throw NotOnTheFastPath() }
+                // A method read first (the daemon sorts its members) that carries no job: the
+                // tree path's, without reading its params as one.
+                if let method, RPCEvent.carrying(method: method) == nil { throw NotOnTheFastPath() }
                 job = try c.jobObject()  // params that are no job: the tree path's
             default:
                 throw NotOnTheFastPath()  // an `id` (a response) or anything else: the tree path's
             }
         }
-        guard atEnd(), version, let method, let job, let event = RPCEvent.carrying(method: method, job: job) else {
+        guard atEnd(), version, let method, let job, let makeEvent = RPCEvent.carrying(method: method) else {
             throw NotOnTheFastPath()
         }
-        return event
+        return makeEvent(job)
     }
 }
 

@@ -52,13 +52,14 @@ public enum RPCEvent: Sendable {
     /// Lets the caller poll (`transfer.get`) in case a notification is missed.
     case tick
 
-    /// The event of a notification `method` whose params are `job`; nil for a method that carries
-    /// no job. One mapping for both ways a line is read (``JobObjectReader`` and the tree).
-    static func carrying(method: String, job: JobSnapshot) -> RPCEvent? {
+    /// The event a notification `method` makes of the job its params are; nil for a method that
+    /// carries no job (its params are then not read as one). One mapping for both ways a line is
+    /// read (``JobObjectReader`` and the tree).
+    static func carrying(method: String) -> ((JobSnapshot) -> RPCEvent)? {
         switch method {
-        case RPCMethod.transferProgress.rawValue: return .progress(job)
-        case RPCMethod.transferState.rawValue: return .state(job)
-        case RPCMethod.transferRemoved.rawValue: return .removed(job)
+        case RPCMethod.transferProgress.rawValue: return RPCEvent.progress
+        case RPCMethod.transferState.rawValue: return RPCEvent.state
+        case RPCMethod.transferRemoved.rawValue: return RPCEvent.removed
         default: return nil
         }
     }
@@ -454,9 +455,8 @@ public final class RPCClient {
     }
 
     private static func event(method: String, params: JSONValue?) -> RPCEvent {
-        if let job = try? params?.decode(as: JobSnapshot.self), let event = RPCEvent.carrying(method: method, job: job)
-        {
-            return event
+        if let makeEvent = RPCEvent.carrying(method: method), let job = try? params?.decode(as: JobSnapshot.self) {
+            return makeEvent(job)
         }
         return .notification(method: method, params: params)
     }
