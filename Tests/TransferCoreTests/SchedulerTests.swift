@@ -47,6 +47,58 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(s.popNext(), 2)
     }
 
+    /// A job taken for a standby attempt (``Engine+Standby``) and dropped goes back to its place;
+    /// `peekNext` skips stale entries without taking the job; `startsBefore` is the queue's order.
+    func testThatAJobTakenAndPutBackKeepsItsPlaceAndPeekingTakesNothing() {
+        var s = Scheduler()
+        for id in 1...3 { s.add(facts(Int64(id))) }
+        s.add(facts(4, priority: 2))
+        XCTAssertEqual(s.peekNext(), 4)
+        XCTAssertEqual(s.peekNext(), 4, "peeking takes nothing")
+        XCTAssertEqual(s.popNext(), 4)
+        XCTAssertEqual(s.peekNext(), 1)
+        s.putBack(4)
+        XCTAssertEqual(s.popNext(), 4, "put back at its priority")
+        XCTAssertEqual(s.popNext(), 1)
+        s.apply(patch(.paused), to: 1)
+        s.putBack(1)  // no longer queued: not put back
+        XCTAssertEqual(s.popNext(), 2)
+        s.apply(patch(.paused), to: 3)  // its entry goes stale
+        XCTAssertNil(s.peekNext())
+        XCTAssertNil(s.popNext())
+        XCTAssertTrue(s.startsBefore(4, 2), "higher priority first")
+        XCTAssertTrue(s.startsBefore(2, 5) == false && s.startsBefore(5, 2) == false, "an unknown job never does")
+        s.add(facts(6))
+        XCTAssertTrue(s.startsBefore(2, 6) && !s.startsBefore(6, 2), "then the oldest")
+        XCTAssertFalse(s.startsBefore(2, 2))
+    }
+
+    /// A free slot goes to the standby that starts first, unless a job queued since outranks it:
+    /// then that job starts and the standby is given up (put back, it waits its turn again).
+    func testThatAFreeSlotGoesToAStandbyUnlessTheQueueHoldsAJobThatStartsBeforeIt() {
+        var s = Scheduler()
+        for id in 1...4 { s.add(facts(Int64(id))) }
+        XCTAssertEqual(s.popNext(), 1)
+        XCTAssertEqual(s.popNext(), 2)  // 1 and 2 stand by
+        let first = s.next(standing: [2, 1])
+        XCTAssertEqual(first?.id, 1)
+        XCTAssertNil(first?.dropped)
+        XCTAssertEqual(s.peekNext(), 3, "a standby's start takes nothing off the queue")
+        s.add(facts(5, priority: 1))  // queued since, outranks both
+        let next = s.next(standing: [2])
+        XCTAssertEqual(next?.id, 5)
+        XCTAssertEqual(next?.dropped, 2)
+        s.apply(patch(.running), to: 5)
+        s.putBack(2)
+        let again = s.next(standing: [Int64]())
+        XCTAssertEqual(again?.id, 2, "given up, it is next in the queue again")
+        XCTAssertNil(again?.dropped)
+        s.apply(patch(.running), to: 2)
+        XCTAssertEqual(s.next(standing: [Int64]())?.id, 3)
+        XCTAssertEqual(s.next(standing: [Int64]())?.id, 4)
+        XCTAssertNil(s.next(standing: [Int64]()))
+    }
+
     func testThatCountsFollowEveryChangeIncludingUntrackedStates() {
         var s = Scheduler(untrackedCounts: [.completed: 10])
         s.add(facts(1))

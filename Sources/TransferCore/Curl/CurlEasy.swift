@@ -81,8 +81,7 @@ public final class CurlEasy {
             callback: { ptr, size, n, ud in
                 guard let ptr, let ud else { return 0 }
                 let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
-                let buffer = UnsafeRawBufferPointer(start: ptr, count: size * n)
-                return easy.onHeader?(buffer) == false ? 0 : size * n
+                return easy.headerCallback(UnsafeRawBufferPointer(start: ptr, count: size * n))
             })
         set(CURLOPT_WRITEDATA, pointer: me)
         set(
@@ -99,6 +98,46 @@ public final class CurlEasy {
                     return 0
                 }
             })
+    }
+
+    /// Whether the response is held at its status line: the header callback pauses the transfer
+    /// there, before ``onHeader`` sees anything, until ``CurlMulti/release(_:)``. The request is
+    /// sent and the answer waits (in libcurl's buffer and the socket's) for the owner to want it.
+    public internal(set) var holdsResponse = false
+    /// Whether the header callback paused the transfer while ``holdsResponse``.
+    var responseHeld = false
+    /// How a transfer ended while its response was held (its error, or nil for none): told to
+    /// ``onDone`` when it is released (``CurlMulti/release(_:)``).
+    var heldEnd: TransferError??
+    /// When the held response's first line came (monotonic seconds): the timeline's first byte,
+    /// not the moment it was read.
+    private var heldAt: Double?
+
+    /// The header callback's answer: the chunk taken (its size), 0 to end the transfer, or
+    /// `CURL_WRITEFUNC_PAUSE` to hold the response (``holdsResponse``).
+    private func headerCallback(_ chunk: UnsafeRawBufferPointer) -> Int {
+        if holdsResponse {
+            responseHeld = true
+            if heldAt == nil { heldAt = Self.monotonicNow() }
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+        return headerLines(chunk) ? chunk.count : 0
+    }
+
+    /// Hands ``onHeader`` the lines of one header callback: one line, except right after a held
+    /// response is released, when libcurl 7.88 delivers the header lines it kept while paused
+    /// (all but the first) in one call. False ends the transfer.
+    private func headerLines(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        guard let onHeader else { return true }
+        var start = 0
+        while start < chunk.count {
+            var end = start
+            while end < chunk.count && chunk[end] != UInt8(ascii: "\n") { end += 1 }
+            end = min(end + 1, chunk.count)
+            if !onHeader(UnsafeRawBufferPointer(rebasing: chunk[start..<end])) { return false }
+            start = end
+        }
+        return true
     }
 
     /// Whether the handle is in ``CurlMulti``'s multi (added, not yet finished or removed).
@@ -118,7 +157,7 @@ public final class CurlEasy {
     /// long before the answer): the first one is the timeline's `firstByte`. Called by the header
     /// callback's reader, which parses the line anyway.
     public func finalResponseBegan() {
-        if firstResponseAt == nil { firstResponseAt = Self.monotonicNow() }
+        if firstResponseAt == nil { firstResponseAt = heldAt ?? Self.monotonicNow() }
     }
 
     static func monotonicNow() -> Double {

@@ -81,7 +81,7 @@ public final class CurlMulti {
             return 0
         }
         startAdded = LoopCheck(loop: loop) { [unowned self] in
-            if self.startPending { self.action(CURL_SOCKET_TIMEOUT, 0) }
+            if self.startPending || !self.releasing.isEmpty { self.action(CURL_SOCKET_TIMEOUT, 0) }
         }
     }
 
@@ -108,6 +108,31 @@ public final class CurlMulti {
         }
         return true
     }
+
+    /// Adds an easy handle whose response is held at its status line (``CurlEasy/holdsResponse``)
+    /// until ``release(_:)``: the request goes out now, the answer is read later.
+    public func addHolding(_ easy: CurlEasy) -> Bool {
+        easy.holdsResponse = true
+        easy.responseHeld = false
+        return add(easy)
+    }
+
+    /// Lets a held response be read (``addHolding(_:)``): at once if it has not come yet; if it
+    /// has, libcurl hands it to the callbacks once the current curl events (or the pass's other
+    /// callbacks) are over — never inside the caller, as for ``add(_:)``. So is the end of a
+    /// transfer that failed while held (refused, not HTTP): its ``CurlEasy/onDone`` comes then.
+    public func release(_ easy: CurlEasy) {
+        easy.holdsResponse = false
+        guard easy.responseHeld || easy.heldEnd != nil else { return }
+        releasing.append(easy)
+        if !startPending {
+            startPending = true
+            if !acting { startAdded.arm() }
+        }
+    }
+
+    /// Held responses released, to be unpaused at the start of the next round of ``action(_:_:)``.
+    private var releasing: [CurlEasy] = []
 
     /// Removes an easy handle (aborting it if running). Never call from inside a curl callback.
     public func remove(_ easy: CurlEasy) {
@@ -237,6 +262,16 @@ public final class CurlMulti {
         var (fd, flags) = (fd, flags)
         repeat {
             if fd == CURL_SOCKET_TIMEOUT { startPending = false }
+            while !releasing.isEmpty {
+                let easy = releasing.removeFirst()
+                if let end = easy.heldEnd {
+                    easy.heldEnd = nil
+                    withExtendedLifetime(easy) { easy.onDone?(end) }
+                } else if easy.responseHeld {
+                    easy.responseHeld = false
+                    unpause(easy)  // only while still in the multi (not removed since, by a stop)
+                }
+            }
             curl_multi_socket_action(multi, fd, flags, &running)
             drain()
             (fd, flags) = (CURL_SOCKET_TIMEOUT, 0)
@@ -267,6 +302,10 @@ public final class CurlMulti {
             : CurlErrorClassifier.error(
                 curlCode: Int32(code.rawValue), message: easy.message(for: code),
                 reusedConnection: easy.reusedConnection)
+        if easy.holdsResponse {
+            easy.heldEnd = .some(error)  // told when released
+            return
+        }
         withExtendedLifetime(easy) { easy.onDone?(error) }
     }
 

@@ -45,6 +45,9 @@ protocol AttemptHost: AnyObject {
     func spendRetryOnRange(_ id: Int64, _ failure: TransferError) -> Bool
     /// The attempt ended (called once, unless the engine stopped it first).
     func attemptEnded(_ task: TransferTask, _ outcome: AttemptOutcome)
+    /// An attempt's response is complete and its file is being put in place: the next queued
+    /// download may stand by for its slot (``Engine/standBy()``).
+    func attemptFinishing()
 }
 
 /// How one attempt of a transfer ended.

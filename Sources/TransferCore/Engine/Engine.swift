@@ -90,6 +90,10 @@ public final class Engine: AttemptHost {
     var scheduler = Scheduler()
     /// The running transfers, by job id.
     var tasks: [Int64: TransferTask] = [:]
+    /// Attempts of queued jobs standing by for a slot whose job is finishing (``Engine+Standby``).
+    var standby: [Int64: TransferTask] = [:]
+    /// The job whose start takes over its standby attempt (its own change does not drop it).
+    var promoting: Int64?
     /// The rows of jobs whose attempt is ending, while the ending is dispatched (``attemptEnded(_:_:)``).
     var ending: [Int64: JobRecord] = [:]
     /// The row changes of this loop pass, committed together (``commit()``).
@@ -341,6 +345,7 @@ public final class Engine: AttemptHost {
     /// it again (``interruptedOnce``); one cut mid-body runs again (the server saw no whole request).
     public func shutdown() {
         shuttingDown = true
+        dropAllStandby()
         for parked in parkedControls { parked.answer(.failure(EngineStopping())) }
         parkedControls = []
         tick.close()
@@ -553,6 +558,9 @@ public final class Engine: AttemptHost {
         guard let facts = scheduler.facts[id] ?? loaded else { return nil }
         let result = decide(id, event, facts)
         guard case .success(let t) = result else { return result }
+        let promotes = event == .start && standby[id] != nil
+        if promotes { promoting = id }
+        defer { if promotes { promoting = nil } }
         perform(id, t, facts: facts)
         return result
     }
@@ -589,6 +597,7 @@ public final class Engine: AttemptHost {
     func perform(
         _ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil, committedAt: Double? = nil
     ) {
+        if promoting != id { dropStandby(id) }
         // An owed hook keeps the job as the ending it leaves left it: taken before the patch.
         var owed = made ?? owedHooks(for: id, t)
         write(
@@ -686,27 +695,38 @@ public final class Engine: AttemptHost {
     /// Starts queued jobs while slots are free: highest priority first, then oldest.
     func schedule() {
         guard !shuttingDown, !holdScheduling else { return }
-        while tasks.count < config.maxActive, let id = scheduler.popNext() {
-            dispatch(id, .start)
+        while tasks.count < config.maxActive, let id = takeNext() {
+            // A queued job always starts; were one refused, its standby would be offered again.
+            if case .success? = dispatch(id, .start) { continue }
+            standby.removeValue(forKey: id)?.halt()
         }
+        standBy()
     }
 
     private func startAttempt(_ id: Int64) {
         guard let r = record(id) else { return }  // pending changes applied (``record(_:)``)
         queuedRecords[id] = nil
         lastBytes[id] = nil
+        let standing = takeStandby(id)
+        standing?.record = r
         let task: TransferTask =
-            r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r)
+            standing
+            ?? (r.kind == .upload ? UploadTask(engine: self, record: r) : DownloadTask(engine: self, record: r))
         tasks[id] = task
         task.freshConnection = freshConnectionNext.remove(id) != nil
         task.historySeq = r.history.count
         task.historyEntry = AttemptRecord(
-            attempt: r.attempts, startedAt: Timestamp.rfc3339(Timestamp.now()), bytes: r.durableBytes)
+            attempt: r.attempts, startedAt: Timestamp.rfc3339(task.standbyStartedAt ?? Timestamp.now()),
+            bytes: r.durableBytes)
         batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
         if r.kind == .upload, let resumeAt = r.uploadUrl {
             Log.info("attempt \(r.attempts): resuming the upload at \(URLRedaction.redact(resumeAt))", job: id)
         } else {
             Log.info("attempt \(r.attempts): \(r.firstMethod) \(URLRedaction.redact(r.url))", job: id)
+        }
+        if task.standingBy {
+            task.goOn()
+            return
         }
         do {
             try task.start()

@@ -121,6 +121,41 @@ struct Scheduler {
         return nil
     }
 
+    /// The next queued job to start, left on the queue (``popNext()`` takes it).
+    mutating func peekNext() -> Int64? {
+        while let key = queue.max {
+            if let f = facts[key.id], f.state == .queued, f.priority == key.priority { return key.id }
+            _ = queue.popMax()
+        }
+        return nil
+    }
+
+    /// Puts a job taken by ``popNext()`` back on the queue, if it is still queued: it did not start.
+    mutating func putBack(_ id: Int64) {
+        guard let f = facts[id], f.state == .queued else { return }
+        queue.insert(QueueKey(priority: f.priority, id: id))
+    }
+
+    /// Whether queued job `a` starts before queued job `b` (higher priority, then older).
+    func startsBefore(_ a: Int64, _ b: Int64) -> Bool {
+        guard let fa = facts[a], let fb = facts[b] else { return false }
+        return QueueKey(priority: fb.priority, id: b) < QueueKey(priority: fa.priority, id: a)
+    }
+
+    /// The next job to start in a free slot when the queued jobs `standing` stand by (taken off
+    /// the queue by ``popNext()``, ``Engine+Standby``): the one of them that starts first, unless
+    /// the queue's head starts before it (queued since, at a higher priority) — then the head is
+    /// taken, and `dropped` names the standby to give up, so that the requests in flight stay
+    /// within the slots. Nil when nothing is queued.
+    mutating func next(standing: some Collection<Int64>) -> (id: Int64, dropped: Int64?)? {
+        guard let best = standing.min(by: { startsBefore($0, $1) }) else { return popNext().map { ($0, nil) } }
+        if let head = peekNext(), head != best, startsBefore(head, best) {
+            _ = popNext()
+            return (head, best)
+        }
+        return (best, nil)
+    }
+
     /// Queued jobs in the order they would start (tests and `status`).
     func queuedInOrder() -> [Int64] {
         facts.values.filter { $0.state == .queued }

@@ -70,7 +70,34 @@ class TransferTask {
     }
 
     /// When the attempt began (loop time, ms).
-    let attemptStartedAt: UInt64
+    private(set) var attemptStartedAt: UInt64
+
+    // MARK: - Standing by
+
+    /// Whether the attempt stands by (``startStandingBy()``): its request is out, its response held.
+    private(set) var standingBy = false
+    /// When it began to stand by (``Timestamp/now()``): the attempt's `startedAt` once it goes on.
+    private(set) var standbyStartedAt: Double?
+
+    /// Starts the attempt of a job that is still queued, for a slot about to be given back (the
+    /// engine's standby): the request goes out now and its response is held at the status line,
+    /// unread, until ``goOn()`` — nothing of it reaches the job before then. Throws as ``start()``.
+    func startStandingBy() throws {
+        standingBy = true
+        standbyStartedAt = Timestamp.now()
+        try start()
+    }
+
+    /// The job has its slot now (it is `running`): the held response is read from here as any
+    /// other — once the engine is done starting the job — and a request that failed meanwhile
+    /// ends the attempt then, as its failure.
+    func goOn() {
+        guard standingBy else { return }
+        standingBy = false
+        attemptStartedAt = engine.loop.nowMillis
+        lastProgressAt = attemptStartedAt
+        if let easy { engine.multi.release(easy) }
+    }
 
     /// Writes a change to the job's row (and to ``record``).
     func write(_ patch: JobPatch) { engine.write(jobId, patch) }
@@ -143,7 +170,7 @@ class TransferTask {
         if !e.refusedOptions.isEmpty {
             Log.info("libcurl refused options \(e.refusedOptions)", job: jobId)
         }
-        guard engine.multi.add(e) else {
+        guard standingBy ? engine.multi.addHolding(e) : engine.multi.add(e) else {
             throw TransferError(.io, "cannot add the transfer to libcurl", retryable: true)
         }
         phase = .transferring
@@ -319,6 +346,7 @@ class TransferTask {
     /// The response is complete: verifies and reports (``complete(report:)``).
     func finishAttempt() {
         phase = .finishing
+        engine.attemptFinishing()
         complete { outcome in self.report(outcome) }
     }
 

@@ -1,0 +1,76 @@
+/// Standing by: the next download's request goes out while a finished one is put in place.
+///
+/// A job holds its slot until its file is in place (SPEC: `running` until `completed`, at most
+/// `--max-active` of them), and for a small file most of that time is the finishing: the data
+/// synced, the rename, the directory synced, the row committed — with no byte on the network. While
+/// a slot's job finishes, the next queued download may *stand by*: its request is sent and its
+/// response held, unread, at the status line (``CurlMulti/addHolding(_:)``). The job stays
+/// `queued` (its row, its events, `status`, `list`, `daemon status`), no byte of its response
+/// reaches its part, and nothing of it is written; when the slot is given back it starts as any
+/// job does (`running`, its attempt counted) and reads the response that is already there.
+///
+/// So the requests in flight never outnumber `--max-active` (the running jobs that still
+/// transfer, and at most one standing by for each one finishing), nor the `running` jobs.
+/// Only a download's first attempt, on one connection, stands by: its request depends on nothing
+/// that starting it would change (no part to resume, no ranges, no validator). Any change to a
+/// job standing by (a command, a new URL) stops its request first, and it waits in the queue as
+/// before; so does a job outranked by one queued after it, when the slot is given back.
+extension Engine {
+    /// Starts standby attempts for the slots whose jobs are finishing (see above).
+    func standBy() {
+        guard !shuttingDown, !holdScheduling else { return }
+        let finishing = tasks.values.reduce(0) { $0 + ($1.phase == .finishing ? 1 : 0) }
+        while tasks.count - finishing + standby.count < config.maxActive, standby.count < finishing,
+            let id = scheduler.peekNext(), standby[id] == nil, let f = scheduler.facts[id], Self.mayStandBy(f),
+            let r = record(id), (r.request.connections ?? config.connections) <= 1
+        {
+            _ = scheduler.popNext()
+            let task = DownloadTask(engine: self, record: r)
+            standby[id] = task
+            do {
+                try task.startStandingBy()
+            } catch {
+                // It starts with its slot and meets the same error then, as its attempt's.
+                dropStandby(id)
+                return
+            }
+        }
+    }
+
+    /// Whether a queued job's attempt may stand by, as far as its facts tell (its row is read only
+    /// then, for its connections): a download's first attempt, with nothing to resume.
+    private static func mayStandBy(_ f: JobFacts) -> Bool {
+        f.kind == .download && f.attempts == 0 && f.durableBytes == 0 && !f.segmented
+    }
+
+    /// The next job to start in a free slot: the standing-by one that starts first, unless a
+    /// queued job outranks it (queued since, at a higher priority): that one starts, and the
+    /// standby is dropped, so that the requests in flight stay within `--max-active`.
+    func takeNext() -> Int64? {
+        for id in standby.keys where scheduler.facts[id]?.state != .queued { dropStandby(id) }
+        guard let next = scheduler.next(standing: standby.keys) else { return nil }
+        if let dropped = next.dropped { dropStandby(dropped) }
+        return next.id
+    }
+
+    /// The standby attempt of a job that is starting (``startAttempt(_:)``), taken over.
+    func takeStandby(_ id: Int64) -> TransferTask? { standby.removeValue(forKey: id) }
+
+    /// Stops a job's standby attempt, if it has one: the request is abandoned (nothing of it was
+    /// written) and the job is queued as before. Called before any change to the job.
+    func dropStandby(_ id: Int64) {
+        guard let task = standby.removeValue(forKey: id) else { return }
+        task.halt()
+        scheduler.putBack(id)
+    }
+
+    /// Stops every standby attempt (the daemon stops).
+    func dropAllStandby() {
+        for id in standby.keys.sorted() { dropStandby(id) }
+    }
+}
+
+extension Engine {
+    /// An attempt's response is complete (``AttemptHost``): its slot's next job may stand by.
+    func attemptFinishing() { standBy() }
+}

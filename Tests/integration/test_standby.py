@@ -1,0 +1,106 @@
+"""Standing by (README "Scheduling"): while a slot's job is being put in place, the next queued
+download's request goes out and its response waits, unread, until the job has the slot. The job
+stays queued meanwhile, and never more than `--max-active` jobs run."""
+
+import time
+from datetime import datetime
+
+import pytest
+
+from conftest import sha256_file
+
+BIG = 64 << 20  # its fdatasync and rename take long enough for the next request to be seen
+
+
+def _epoch(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+def _follow(events, ids, until):
+    """(id, state) of each `transfer.state` of ``ids`` in commit order (queued left out), until
+    ``until`` has ended."""
+    seen = []
+    last = None
+    while last not in ("completed", "failed", "cancelled"):
+        msg = events.recv(timeout=60)
+        assert msg is not None, "the daemon closed the event stream"
+        if msg.get("method") != "transfer.state" or msg["params"]["id"] not in ids:
+            continue
+        state = msg["params"]["state"]
+        if state != "queued":
+            seen.append((msg["params"]["id"], state))
+        if msg["params"]["id"] == until:
+            last = state
+    return seen
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_the_next_download_is_asked_for_while_a_finished_one_is_put_in_place_and_runs_only_after_it(
+    daemon, nginx, faultserver, key
+):
+    digest = nginx.make_file(f"standby/{key}.bin", BIG)
+    with daemon.connect(timeout=60) as events:
+        assert events.call("events.subscribe")["result"] == {"subscribed": True}
+        big = daemon.download(nginx.url(f"standby/{key}.bin"), "-o", daemon.work / "big.bin")
+        small = daemon.download(faultserver.url(size=5000, seed=3, key=key), "-o", daemon.work / "small.bin")
+        seen = _follow(events, {big, small}, until=small)
+    # One slot: the small job ran only once the big one had completed.
+    assert seen == [(big, "running"), (big, "completed"), (small, "running"), (small, "completed")], seen
+    log = faultserver.log(key)
+    assert len(log) == 1, "one request: the one that stood by is the attempt's"
+    big_job, small_job = daemon.job(big), daemon.job(small)
+    assert log[0]["time"] < _epoch(big_job["completedAt"]), (
+        "the small file was asked for while the big one was being put in place",
+        log[0]["time"], big_job["completedAt"])
+    assert small_job["attempts"] == 1 and len(small_job["history"]) == 1
+    assert small_job["history"][0]["httpStatus"] == 200 and small_job["history"][0]["bytes"] == 5000
+    assert sha256_file(daemon.work / "small.bin") == faultserver.sha256(5000, 3)
+    assert sha256_file(daemon.work / "big.bin") == digest
+
+
+@pytest.mark.daemon_args("--max-active", "1")
+def test_a_request_that_fails_while_it_stands_by_is_its_attempts_failure_once_it_runs(daemon, nginx, faultserver, key):
+    nginx.make_file(f"standby/{key}.bin", BIG)
+    with daemon.connect(timeout=60) as events:
+        assert events.call("events.subscribe")["result"] == {"subscribed": True}
+        big = daemon.download(nginx.url(f"standby/{key}.bin"), "-o", daemon.work / "big.bin")
+        # Not HTTP, and the connection closed: libcurl fails the request before any header.
+        bad = daemon.download(faultserver.url(size=10, key=key, garbage=1), "-o", daemon.work / "bad.bin",
+                              "--retries", "0")
+        seen = _follow(events, {big, bad}, until=bad)
+    assert seen == [(big, "running"), (big, "completed"), (bad, "running"), (bad, "failed")], seen
+    log = faultserver.log(key)
+    assert len(log) == 1, "--retries 0: one request, the one that stood by"
+    assert log[0]["time"] < _epoch(daemon.job(big)["completedAt"])
+    job = daemon.job(bad)
+    assert job["attempts"] == 1 and len(job["history"]) == 1, job
+    assert job["error"]["code"] == "network", job["error"]
+    assert not (daemon.work / "bad.bin").exists() and not (daemon.work / "bad.bin.aftpart").exists()
+
+
+@pytest.mark.daemon_args("--max-active", "2")
+def test_queued_jobs_paused_and_resumed_while_others_finish_complete_once_byte_identical(daemon, nginx, key):
+    """A command on a job standing by stops its request first; it is queued (then paused) as before."""
+    n = 300
+    out = daemon.work / "out"
+    out.mkdir()
+    digests = {i: nginx.make_file(f"standby-{key}/f{i}.bin", 6000 + 37 * i) for i in range(n)}
+    listing = daemon.work / "list.txt"
+    listing.write_text("".join(nginx.url(f"standby-{key}/f{i}.bin") + "\n" for i in range(n)))
+    ids = [int(line) for line in daemon.cli("download", "-i", listing, "-d", out, check=True).out.split()]
+    assert len(ids) == n
+    for round in range(6):
+        time.sleep(0.02 * round)
+        queued = [j["id"] for j in daemon.jobs("--state", "queued")]
+        if not queued:
+            break
+        daemon.cli("pause", *map(str, queued))
+        daemon.cli("resume", *map(str, queued))
+    for id in ids:
+        daemon.wait_state(id, "completed", timeout=120)
+    for i in range(n):
+        assert sha256_file(out / f"f{i}.bin") == digests[i], f"f{i}.bin is not the server's file"
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"f{i}.bin" for i in range(n)), "nothing else left"
+    for job in daemon.jobs():
+        # A request abandoned by a command is no attempt: every attempt is in the history once.
+        assert job["attempts"] == len(job["history"]) >= 1, (job["id"], job["attempts"], job["history"])
