@@ -109,19 +109,25 @@ public final class CurlEasy {
     /// How a transfer ended while its response was held (its error, or nil for none): told to
     /// ``onDone`` when it is released (``CurlMulti/release(_:)``).
     var heldEnd: TransferError??
-    /// When the held response's first line came (monotonic seconds): the timeline's first byte,
-    /// not the moment it was read.
+    /// When the held response's status line came, unless it was an interim one (monotonic
+    /// seconds): the timeline's first byte, not the moment it was read.
     private var heldAt: Double?
 
     /// The header callback's answer: the chunk taken (its size), 0 to end the transfer, or
     /// `CURL_WRITEFUNC_PAUSE` to hold the response (``holdsResponse``).
     private func headerCallback(_ chunk: UnsafeRawBufferPointer) -> Int {
         if holdsResponse {
+            if !responseHeld && !Self.isInterimStatusLine(chunk) { heldAt = Self.monotonicNow() }
             responseHeld = true
-            if heldAt == nil { heldAt = Self.monotonicNow() }
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         return headerLines(chunk) ? chunk.count : 0
+    }
+
+    /// Whether `line` is the status line of an interim (1xx) response: `HTTP/<version> 1`.
+    private static func isInterimStatusLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard line.starts(with: "HTTP/".utf8), let space = line.firstIndex(of: UInt8(ascii: " ")) else { return false }
+        return space + 1 < line.count && line[space + 1] == UInt8(ascii: "1")
     }
 
     /// Hands ``onHeader`` the lines of one header callback: one line, except right after a held
