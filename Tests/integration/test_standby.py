@@ -35,14 +35,19 @@ def _follow(events, ids, until):
 
 
 @pytest.mark.daemon_args("--max-active", "1")
+@pytest.mark.parametrize("size, opts", [
+    (5000, ()),                               # kept whole while it stands by
+    (1 << 20, ()),                            # past the 256 KiB kept: the rest waits in libcurl
+    (300_000, ("--limit-rate", "200k")),      # the kept bytes handed over at the job's own pace
+], ids=["kept", "past-the-limit", "paced"])
 def test_the_next_download_is_asked_for_while_a_finished_one_is_put_in_place_and_runs_only_after_it(
-    daemon, nginx, faultserver, key
+    daemon, nginx, faultserver, key, size, opts
 ):
     digest = nginx.make_file(f"standby/{key}.bin", BIG)
     with daemon.connect(timeout=60) as events:
         assert events.call("events.subscribe")["result"] == {"subscribed": True}
         big = daemon.download(nginx.url(f"standby/{key}.bin"), "-o", daemon.work / "big.bin")
-        small = daemon.download(faultserver.url(size=5000, seed=3, key=key), "-o", daemon.work / "small.bin")
+        small = daemon.download(faultserver.url(size=size, seed=3, key=key), "-o", daemon.work / "small.bin", *opts)
         seen = _follow(events, {big, small}, until=small)
     # One slot: the small job ran only once the big one had completed.
     assert seen == [(big, "running"), (big, "completed"), (small, "running"), (small, "completed")], seen
@@ -53,8 +58,12 @@ def test_the_next_download_is_asked_for_while_a_finished_one_is_put_in_place_and
         "the small file was asked for while the big one was being put in place",
         log[0]["time"], big_job["completedAt"])
     assert small_job["attempts"] == 1 and len(small_job["history"]) == 1
-    assert small_job["history"][0]["httpStatus"] == 200 and small_job["history"][0]["bytes"] == 5000
-    assert sha256_file(daemon.work / "small.bin") == faultserver.sha256(5000, 3)
+    assert small_job["history"][0]["httpStatus"] == 200 and small_job["history"][0]["bytes"] == size
+    assert sha256_file(daemon.work / "small.bin") == faultserver.sha256(size, 3)
+    if opts:
+        took = _epoch(small_job["completedAt"]) - _epoch(small_job["history"][0]["startedAt"])
+        assert took >= 0.9, f"{size} bytes at 200 KiB/s took {took:.2f} s: the kept bytes were not paced"
+
     assert sha256_file(daemon.work / "big.bin") == digest
 
 

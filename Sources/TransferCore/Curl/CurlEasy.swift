@@ -89,39 +89,103 @@ public final class CurlEasy {
             callback: { ptr, size, n, ud in
                 guard let ptr, let ud else { return 0 }
                 let easy = Unmanaged<CurlEasy>.fromOpaque(ud).takeUnretainedValue()
-                guard let onBody = easy.onBody else { return size * n }
-                switch onBody(UnsafeRawBufferPointer(start: ptr, count: size * n)) {
-                case .accept: return size * n
-                case .pause: return Int(CURL_WRITEFUNC_PAUSE)
-                case .abort:
-                    easy.endedByCallback = true
-                    return 0
-                }
+                return easy.bodyCallback(UnsafeRawBufferPointer(start: ptr, count: size * n))
             })
     }
 
-    /// Whether the response is held at its status line: the header callback pauses the transfer
-    /// there, before ``onHeader`` sees anything, until ``CurlMulti/release(_:)``. The request is
-    /// sent and the answer waits (in libcurl's buffer and the socket's) for the owner to want it.
+    /// The body callback's answer: the chunk taken (its size), 0 to end the transfer, or
+    /// `CURL_WRITEFUNC_PAUSE` (the same bytes come again after ``unpause()``).
+    private func bodyCallback(_ chunk: UnsafeRawBufferPointer) -> Int {
+        if holdsResponse {
+            if !responseHeld && kept.keep(chunk, header: false) { return chunk.count }
+            responseHeld = true
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+        guard let onBody else { return chunk.count }
+        switch onBody(chunk) {
+        case .accept: return chunk.count
+        case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+        case .abort:
+            endedByCallback = true
+            return 0
+        }
+    }
+
+    /// Whether the response is held: the request is sent, and what the answer brings is kept
+    /// (``HeldResponse``, up to its limit, past which libcurl is paused) rather than given to
+    /// ``onHeader`` and ``onBody``, until ``CurlMulti/release(_:)`` hands it over.
     public internal(set) var holdsResponse = false
-    /// Whether the header callback paused the transfer while ``holdsResponse``.
+    /// What the held response brought so far.
+    private var kept = HeldResponse()
+    /// Whether a callback paused libcurl while ``holdsResponse`` (the response passed the limit).
     var responseHeld = false
     /// How a transfer ended while its response was held (its error, or nil for none): told to
     /// ``onDone`` when it is released (``CurlMulti/release(_:)``).
     var heldEnd: TransferError??
-    /// When the held response's status line came, unless it was an interim one (monotonic
-    /// seconds): the timeline's first byte, not the moment it was read.
+    /// When the held response's final status line came (monotonic seconds): the timeline's
+    /// first byte, not the moment it was handed over.
     private var heldAt: Double?
 
     /// The header callback's answer: the chunk taken (its size), 0 to end the transfer, or
     /// `CURL_WRITEFUNC_PAUSE` to hold the response (``holdsResponse``).
     private func headerCallback(_ chunk: UnsafeRawBufferPointer) -> Int {
         if holdsResponse {
-            if !responseHeld && !Self.isInterimStatusLine(chunk) { heldAt = Self.monotonicNow() }
+            if heldAt == nil && chunk.starts(with: "HTTP/".utf8) && !Self.isInterimStatusLine(chunk) {
+                heldAt = Self.monotonicNow()
+            }
+            if !responseHeld && kept.keep(chunk, header: true) { return chunk.count }
             responseHeld = true
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         return headerLines(chunk) ? chunk.count : 0
+    }
+
+    /// How handing over a held response went (``handOverHeld()``).
+    enum HandOver {
+        /// All of it was taken.
+        case done
+        /// A body callback paused: the rest goes on at ``CurlMulti/unpause(_:)``.
+        case paused
+        /// A callback ended the transfer.
+        case aborted
+    }
+
+    /// Forgets a held response (the transfer was removed): nothing of it is handed over.
+    func dropHeld() {
+        holdsResponse = false
+        responseHeld = false
+        heldEnd = nil
+        kept = HeldResponse()
+    }
+
+    /// Whether kept bytes of a held response are still to be handed over.
+    var hasKept: Bool { !kept.headers.isEmpty || !kept.nextBody(most: 1).isEmpty }
+
+    /// Hands what the held response brought to ``onHeader`` and ``onBody``, in order, in chunks
+    /// no larger than libcurl's. Never call from inside a curl callback.
+    func handOverHeld() -> HandOver {
+        for chunk in kept.takeHeaders() {
+            let ok = chunk.withUnsafeBytes { headerLines($0) }
+            if !ok {
+                kept = HeldResponse()
+                return .aborted
+            }
+        }
+        while true {
+            let next = kept.nextBody(most: Int(CURL_MAX_WRITE_SIZE))
+            if next.isEmpty { break }
+            let verdict = next.withUnsafeBytes { onBody?($0) ?? .accept }
+            switch verdict {
+            case .accept: kept.bodyTaken(next.count)
+            case .pause: return .paused
+            case .abort:
+                endedByCallback = true
+                kept = HeldResponse()
+                return .aborted
+            }
+        }
+        kept = HeldResponse()
+        return .done
     }
 
     /// Whether `line` is the status line of an interim (1xx) response: `HTTP/<version> 1`.
@@ -130,9 +194,9 @@ public final class CurlEasy {
         return space + 1 < line.count && line[space + 1] == UInt8(ascii: "1")
     }
 
-    /// Hands ``onHeader`` the lines of one header callback: one line, except right after a held
-    /// response is released, when libcurl 7.88 delivers the header lines it kept while paused
-    /// (all but the first) in one call. False ends the transfer.
+    /// Hands ``onHeader`` the lines of one header callback: one line, except right after a
+    /// transfer paused in its headers goes on, when libcurl 7.88 delivers the header lines it kept
+    /// while paused in one call. False ends the transfer.
     private func headerLines(_ chunk: UnsafeRawBufferPointer) -> Bool {
         guard let onHeader else { return true }
         var start = 0

@@ -109,21 +109,21 @@ public final class CurlMulti {
         return true
     }
 
-    /// Adds an easy handle whose response is held at its status line (``CurlEasy/holdsResponse``)
-    /// until ``release(_:)``: the request goes out now, the answer is read later.
+    /// Adds an easy handle whose response is held (``CurlEasy/holdsResponse``) until
+    /// ``release(_:)``: the request goes out now, and the answer is read and kept for later.
     public func addHolding(_ easy: CurlEasy) -> Bool {
         easy.holdsResponse = true
         easy.responseHeld = false
         return add(easy)
     }
 
-    /// Lets a held response be read (``addHolding(_:)``): at once if it has not come yet; if it
-    /// has, libcurl hands it to the callbacks once the current curl events (or the pass's other
-    /// callbacks) are over — never inside the caller, as for ``add(_:)``. So is the end of a
-    /// transfer that failed while held (refused, not HTTP): its ``CurlEasy/onDone`` comes then.
+    /// Hands a held response to its callbacks (``addHolding(_:)``): what was kept, then how the
+    /// transfer ended (its ``CurlEasy/onDone``) or the rest as libcurl reads it — once the current
+    /// curl events (or the pass's other callbacks) are over, never inside the caller, as for
+    /// ``add(_:)``; and before libcurl hands this transfer anything more.
     public func release(_ easy: CurlEasy) {
         easy.holdsResponse = false
-        guard easy.responseHeld || easy.heldEnd != nil else { return }
+        guard easy.responseHeld || easy.heldEnd != nil || easy.hasKept else { return }
         releasing.append(easy)
         if !startPending {
             startPending = true
@@ -131,13 +131,41 @@ public final class CurlMulti {
         }
     }
 
-    /// Held responses released, to be unpaused at the start of the next round of ``action(_:_:)``.
+    /// Held responses released, handed over at the start of the next round of ``action(_:_:)``.
     private var releasing: [CurlEasy] = []
 
-    /// Removes an easy handle (aborting it if running). Never call from inside a curl callback.
+    /// Hands a released response over (``release(_:)``).
+    private func handOver(_ easy: CurlEasy) {
+        switch easy.handOverHeld() {
+        case .paused:
+            return  // a body callback paused (a rate limit): ``unpause(_:)`` goes on
+        case .aborted:
+            easy.responseHeld = false
+            easy.heldEnd = nil
+            if easy.isInMulti {
+                finish(easy.handle, CURLE_WRITE_ERROR)
+            } else {
+                tell(easy, CURLE_WRITE_ERROR)
+            }
+            return
+        case .done:
+            break
+        }
+        if let end = easy.heldEnd {
+            easy.heldEnd = nil
+            withExtendedLifetime(easy) { easy.onDone?(end) }
+        } else if easy.responseHeld {
+            easy.responseHeld = false
+            unpause(easy)  // only while still in the multi (not removed since, by a stop)
+        }
+    }
+
+    /// Removes an easy handle (aborting it if running); a held response is dropped. Never call
+    /// from inside a curl callback.
     public func remove(_ easy: CurlEasy) {
         curl_multi_remove_handle(multi, easy.handle)
         easy.isInMulti = false
+        easy.dropHeld()
     }
 
     /// Resumes a transfer that its body callback paused. libcurl hands the bytes it held to the
@@ -149,6 +177,10 @@ public final class CurlMulti {
     /// connection at that moment (43, a bad argument), which must go on. Never call from inside a
     /// curl callback.
     public func unpause(_ easy: CurlEasy) {
+        if easy.hasKept {
+            handOver(easy)  // a hand-over a callback paused goes on first
+            return
+        }
         guard easy.isInMulti else { return }
         let (code, ended) = easy.unpause()
         guard ended else { return }
@@ -262,16 +294,7 @@ public final class CurlMulti {
         var (fd, flags) = (fd, flags)
         repeat {
             if fd == CURL_SOCKET_TIMEOUT { startPending = false }
-            while !releasing.isEmpty {
-                let easy = releasing.removeFirst()
-                if let end = easy.heldEnd {
-                    easy.heldEnd = nil
-                    withExtendedLifetime(easy) { easy.onDone?(end) }
-                } else if easy.responseHeld {
-                    easy.responseHeld = false
-                    unpause(easy)  // only while still in the multi (not removed since, by a stop)
-                }
-            }
+            while !releasing.isEmpty { handOver(releasing.removeFirst()) }
             curl_multi_socket_action(multi, fd, flags, &running)
             drain()
             (fd, flags) = (CURL_SOCKET_TIMEOUT, 0)
@@ -296,17 +319,26 @@ public final class CurlMulti {
         curl_multi_remove_handle(multi, handle)
         guard let easy = CurlEasy.owner(of: handle) else { return }
         easy.isInMulti = false
-        let error =
-            code == CURLE_OK
+        if easy.holdsResponse {
+            easy.heldEnd = .some(error(code, easy))  // told when released
+            return
+        }
+        tell(easy, code)
+    }
+
+    /// Calls a finished transfer's ``CurlEasy/onDone`` with libcurl's result.
+    private func tell(_ easy: CurlEasy, _ code: CURLcode) {
+        let error = error(code, easy)
+        withExtendedLifetime(easy) { easy.onDone?(error) }
+    }
+
+    /// libcurl's result as the job's error (``CurlErrorClassifier``), nil for none.
+    private func error(_ code: CURLcode, _ easy: CurlEasy) -> TransferError? {
+        code == CURLE_OK
             ? nil
             : CurlErrorClassifier.error(
                 curlCode: Int32(code.rawValue), message: easy.message(for: code),
                 reusedConnection: easy.reusedConnection)
-        if easy.holdsResponse {
-            easy.heldEnd = .some(error)  // told when released
-            return
-        }
-        withExtendedLifetime(easy) { easy.onDone?(error) }
     }
 
     /// Closes the multi (after every easy handle was removed): libcurl closes its cached

@@ -4,7 +4,8 @@
 /// `--max-active` of them), and for a small file most of that time is the finishing: the data
 /// synced, the rename, the directory synced, the row committed — with no byte on the network. While
 /// a slot's job finishes, the next queued download may *stand by*: its request is sent and its
-/// response held, unread, at the status line (``CurlMulti/addHolding(_:)``). The job stays
+/// response held — read and kept by the curl layer, not handed over (``CurlMulti/addHolding(_:)``,
+/// ``HeldResponse``). The job stays
 /// `queued` (its row, its events, `status`, `list`, `daemon status`), no byte of its response
 /// reaches its part, and nothing of it is written; when the slot is given back it starts as any
 /// job does (`running`, its attempt counted) and reads the response that is already there.

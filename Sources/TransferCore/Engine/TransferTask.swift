@@ -80,7 +80,7 @@ class TransferTask {
     private(set) var standbyStartedAt: Double?
 
     /// Starts the attempt of a job that is still queued, for a slot about to be given back (the
-    /// engine's standby): the request goes out now and its response is held at the status line,
+    /// engine's standby): the request goes out now and its response is held (kept by the curl layer),
     /// unread, until ``goOn()`` — nothing of it reaches the job before then. Throws as ``start()``.
     func startStandingBy() throws {
         standingBy = true
