@@ -622,6 +622,40 @@ def test_a_job_keeps_its_slot_until_its_file_is_in_place(daemon, faultserver, ke
 
 
 @pytest.mark.daemon_args("--max-active", "1")
+def test_an_attempt_that_fails_as_it_starts_tells_running_then_its_failure_once(daemon, faultserver, key):
+    # SPEC: a `transfer.state` after every state change. The attempt failed inside its start (its
+    # directory could not be made any more), and subscribers got `failed` twice and no `running`.
+    with daemon.connect(timeout=30) as events:
+        assert events.call("events.subscribe")["result"] == {"subscribed": True}
+        blocker = daemon.download(faultserver.url(size=100_000, key=f"{key}-b", slow=1000), "-o", daemon.work / "b")
+        daemon.wait_state(blocker, "running")
+        id = daemon.download(faultserver.url(size=10, key=key), "-o", daemon.work / "d" / "sub" / "x",
+                             "--create-dirs")
+        (daemon.work / "d").write_text("a file where the directory was to be made")
+        daemon.cli("cancel", str(blocker), check=True)
+        seen = []
+        while not seen or seen[-1][0] != "failed":
+            msg = events.recv(timeout=30)
+            assert msg is not None, "the daemon closed the event stream"
+            if msg.get("method") == "transfer.state" and msg["params"]["id"] == id:
+                seen.append((msg["params"]["state"], msg["params"]["attempts"], len(msg["params"]["history"])))
+        # A second `failed` came in the same write as the first, or right after it.
+        try:
+            while True:
+                msg = events.recv(timeout=0.5)
+                if msg is None:
+                    break
+                if msg.get("method") == "transfer.state" and msg["params"]["id"] == id:
+                    seen.append((msg["params"]["state"], msg["params"]["attempts"], len(msg["params"]["history"])))
+        except TimeoutError:
+            pass
+    assert seen == [("queued", 0, 0), ("running", 1, 1), ("failed", 1, 1)], seen
+    job = daemon.job(id)
+    assert job["error"]["code"] == "destination_missing_dir", job["error"]
+    assert faultserver.log(key) == [], "the request was never sent"
+
+
+@pytest.mark.daemon_args("--max-active", "1")
 def test_higher_priority_runs_first_then_the_oldest(daemon, faultserver, key):
     blocker = daemon.download(faultserver.url(size=200_000, key=f"{key}-b", slow=200_000),
                               "-o", daemon.work / "blocker")

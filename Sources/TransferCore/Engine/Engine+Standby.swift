@@ -5,10 +5,10 @@
 /// synced, the rename, the directory synced, the row committed — with no byte on the network. While
 /// a slot's job finishes, the next queued download may *stand by*: its request is sent and its
 /// response held — read and kept by the curl layer, not handed over (``CurlMulti/addHolding(_:)``,
-/// ``HeldResponse``). The job stays
-/// `queued` (its row, its events, `status`, `list`, `daemon status`), no byte of its response
-/// reaches its part, and nothing of it is written; when the slot is given back it starts as any
-/// job does (`running`, its attempt counted) and reads the response that is already there.
+/// ``HeldResponse``). The job stays `queued` (its row, its events, `status`, `list`, `daemon
+/// status`), no byte of its response reaches its part, and nothing of it is written; when the slot
+/// is given back it starts as any job does (`running`, its attempt counted) and takes the response
+/// that is already there.
 ///
 /// So the requests in flight never outnumber `--max-active` (the running jobs that still
 /// transfer, and at most one standing by for each one finishing), nor the `running` jobs.

@@ -605,9 +605,10 @@ public final class Engine: AttemptHost {
             committed: committedAt != nil)
         logChange(id, from: facts.state, t)
         var runScheduler = false
+        var launches = false
         for action in t.actions {
             switch action {
-            case .startAttempt: startAttempt(id)
+            case .startAttempt: launches = openAttempt(id)
             case .stopAttempt(let reason): stopAttempt(id, reason)
             case .armRetryTimer(let at):
                 // The deadline runs on the monotonic clock: a wall-clock jump moves nothing.
@@ -657,6 +658,9 @@ public final class Engine: AttemptHost {
             case .runHook: afterCommit { [unowned self] in self.runHook(id) }
             }
         }
+        // After the transition's event: an attempt that fails as it starts tells its failure
+        // after its `running`, not instead of it.
+        if launches { launchAttempt(id) }
         if runScheduler { schedule() }
     }
 
@@ -703,8 +707,10 @@ public final class Engine: AttemptHost {
         standBy()
     }
 
-    private func startAttempt(_ id: Int64) {
-        guard let r = record(id) else { return }  // pending changes applied (``record(_:)``)
+    /// Opens a starting job's attempt: its task (a standby's, or a new one) and its history entry.
+    /// False when the job has no row. ``launchAttempt(_:)`` starts it.
+    private func openAttempt(_ id: Int64) -> Bool {
+        guard let r = record(id) else { return false }  // pending changes applied (``record(_:)``)
         queuedRecords[id] = nil
         lastBytes[id] = nil
         let standing = takeStandby(id)
@@ -724,10 +730,17 @@ public final class Engine: AttemptHost {
         } else {
             Log.info("attempt \(r.attempts): \(r.firstMethod) \(URLRedaction.redact(r.url))", job: id)
         }
+        return true
+    }
+
+    /// Starts an opened attempt (``openAttempt(_:)``): a standby's held response goes on.
+    private func launchAttempt(_ id: Int64) {
+        guard let task = tasks[id] else { return }
         if task.standingBy {
             task.goOn()
             return
         }
+        guard task.phase == .preparing else { return }
         do {
             try task.start()
         } catch {
