@@ -1,6 +1,7 @@
-"""Standing by (README "Scheduling"): while a slot's job is being put in place, the next queued
-download's request goes out and its response waits, unread, until the job has the slot. The job
-stays queued meanwhile, and never more than `--max-active` jobs run."""
+"""Standing by (README, "Choices where the SPEC is silent"): while a slot's job is being put in
+place, the next queued download's request goes out and its response is kept aside, not handed to
+the job, until the job has the slot. The job stays queued meanwhile, and never more than
+`--max-active` jobs run."""
 
 import time
 from datetime import datetime
@@ -62,7 +63,7 @@ def test_the_next_download_is_asked_for_while_a_finished_one_is_put_in_place_and
     assert sha256_file(daemon.work / "small.bin") == faultserver.sha256(size, 3)
     if opts:
         took = _epoch(small_job["completedAt"]) - _epoch(small_job["history"][0]["startedAt"])
-        assert took >= 0.9, f"{size} bytes at 200 KiB/s took {took:.2f} s: the kept bytes were not paced"
+        assert took >= 1.3, f"{size} bytes at 200 KiB/s took {took:.2f} s: the kept bytes were not paced"
 
     assert sha256_file(daemon.work / "big.bin") == digest
 
