@@ -59,6 +59,8 @@ def test_the_next_download_is_asked_for_while_a_finished_one_is_put_in_place_and
         "the small file was asked for while the big one was being put in place",
         log[0]["time"], big_job["completedAt"])
     assert small_job["attempts"] == 1 and len(small_job["history"]) == 1
+    assert _epoch(small_job["history"][0]["startedAt"]) >= _epoch(big_job["completedAt"]), (
+        "the attempt starts with the job, once the slot is free", small_job["history"][0], big_job["completedAt"])
     assert small_job["history"][0]["httpStatus"] == 200 and small_job["history"][0]["bytes"] == size
     assert sha256_file(daemon.work / "small.bin") == faultserver.sha256(size, 3)
     if opts:

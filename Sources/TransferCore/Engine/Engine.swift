@@ -721,9 +721,9 @@ public final class Engine: AttemptHost {
         tasks[id] = task
         task.freshConnection = freshConnectionNext.remove(id) != nil
         task.historySeq = r.history.count
+        // A standby's attempt starts too when its job does (its request went out before).
         task.historyEntry = AttemptRecord(
-            attempt: r.attempts, startedAt: Timestamp.rfc3339(task.standbyStartedAt ?? Timestamp.now()),
-            bytes: r.durableBytes)
+            attempt: r.attempts, startedAt: Timestamp.rfc3339(Timestamp.now()), bytes: r.durableBytes)
         batch.putAttempt(id, seq: task.historySeq, task.historyEntry)
         if r.kind == .upload, let resumeAt = r.uploadUrl {
             Log.info("attempt \(r.attempts): resuming the upload at \(URLRedaction.redact(resumeAt))", job: id)

@@ -76,15 +76,12 @@ class TransferTask {
 
     /// Whether the attempt stands by (``startStandingBy()``): its request is out, its response held.
     private(set) var standingBy = false
-    /// When it began to stand by (``Timestamp/now()``): the attempt's `startedAt` once it goes on.
-    private(set) var standbyStartedAt: Double?
 
     /// Starts the attempt of a job that is still queued, for a slot about to be given back (the
     /// engine's standby): the request goes out now and its response is held (kept by the curl layer),
     /// unread, until ``goOn()`` — nothing of it reaches the job before then. Throws as ``start()``.
     func startStandingBy() throws {
         standingBy = true
-        standbyStartedAt = Timestamp.now()
         try start()
     }
 
