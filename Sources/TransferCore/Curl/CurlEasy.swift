@@ -159,7 +159,7 @@ public final class CurlEasy {
     }
 
     /// Whether kept bytes of a held response are still to be handed over.
-    var hasKept: Bool { !kept.headers.isEmpty || !kept.nextBody(most: 1).isEmpty }
+    var hasKept: Bool { !kept.isHandedOver }
 
     /// Hands what the held response brought to ``onHeader`` and ``onBody``, in order, in chunks
     /// no larger than libcurl's. Never call from inside a curl callback.
@@ -179,7 +179,6 @@ public final class CurlEasy {
             case .accept: kept.bodyTaken(next.count)
             case .pause: return .paused
             case .abort:
-                endedByCallback = true
                 kept = HeldResponse()
                 return .aborted
             }

@@ -81,7 +81,7 @@ public final class CurlMulti {
             return 0
         }
         startAdded = LoopCheck(loop: loop) { [unowned self] in
-            if self.startPending || !self.releasing.isEmpty { self.action(CURL_SOCKET_TIMEOUT, 0) }
+            if self.startPending { self.action(CURL_SOCKET_TIMEOUT, 0) }
         }
     }
 
@@ -102,11 +102,18 @@ public final class CurlMulti {
         aft_easy_setopt_pointer(easy.handle, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(self).toOpaque())
         guard curl_multi_add_handle(multi, easy.handle) == CURLM_OK else { return false }
         easy.isInMulti = true
+        actSoon()
+        return true
+    }
+
+    /// Has curl act (start added handles, hand released responses over) before the loop next
+    /// waits: at the end of the curl events being handled, else once the pass's other callbacks
+    /// have run (``startAdded``).
+    private func actSoon() {
         if !startPending {
             startPending = true
             if !acting { startAdded.arm() }
         }
-        return true
     }
 
     /// Adds an easy handle whose response is held (``CurlEasy/holdsResponse``) until
@@ -125,10 +132,7 @@ public final class CurlMulti {
         easy.holdsResponse = false
         guard easy.responseHeld || easy.heldEnd != nil || easy.hasKept else { return }
         releasing.append(easy)
-        if !startPending {
-            startPending = true
-            if !acting { startAdded.arm() }
-        }
+        actSoon()
     }
 
     /// Held responses released, handed over at the start of the next round of ``action(_:_:)``.

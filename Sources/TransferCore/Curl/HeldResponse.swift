@@ -9,11 +9,14 @@ struct HeldResponse {
     static let limit = 256 << 10
 
     /// Header chunks (a line each, as libcurl gives them), then the body.
-    private(set) var headers: [[UInt8]] = []
-    private(set) var body: [UInt8] = []
-    /// Body bytes already handed over (a replay a callback paused goes on from here).
-    private(set) var delivered = 0
+    private var headers: [[UInt8]] = []
+    private var body: [UInt8] = []
+    /// Body bytes already handed over (a hand-over a callback paused goes on from here).
+    private var delivered = 0
     private var size = 0
+
+    /// Whether everything kept was handed over (or nothing was kept).
+    var isHandedOver: Bool { headers.isEmpty && delivered == body.count }
 
     /// Keeps `chunk` if it fits: false when it would pass ``limit`` (the caller pauses libcurl).
     mutating func keep(_ chunk: UnsafeRawBufferPointer, header: Bool) -> Bool {

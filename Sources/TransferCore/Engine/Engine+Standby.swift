@@ -48,14 +48,10 @@ extension Engine {
     /// queued job outranks it (queued since, at a higher priority): that one starts, and the
     /// standby is dropped, so that the requests in flight stay within `--max-active`.
     func takeNext() -> Int64? {
-        for id in standby.keys where scheduler.facts[id]?.state != .queued { dropStandby(id) }
         guard let next = scheduler.next(standing: standby.keys) else { return nil }
         if let dropped = next.dropped { dropStandby(dropped) }
         return next.id
     }
-
-    /// The standby attempt of a job that is starting (``startAttempt(_:)``), taken over.
-    func takeStandby(_ id: Int64) -> TransferTask? { standby.removeValue(forKey: id) }
 
     /// Stops a job's standby attempt, if it has one: the request is abandoned (nothing of it was
     /// written) and the job is queued as before. Called before any change to the job.

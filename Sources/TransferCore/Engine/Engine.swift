@@ -92,8 +92,6 @@ public final class Engine: AttemptHost {
     var tasks: [Int64: TransferTask] = [:]
     /// Attempts of queued jobs standing by for a slot whose job is finishing (``Engine+Standby``).
     var standby: [Int64: TransferTask] = [:]
-    /// The job whose start takes over its standby attempt (its own change does not drop it).
-    var promoting: Int64?
     /// The rows of jobs whose attempt is ending, while the ending is dispatched (``attemptEnded(_:_:)``).
     var ending: [Int64: JobRecord] = [:]
     /// The row changes of this loop pass, committed together (``commit()``).
@@ -558,9 +556,6 @@ public final class Engine: AttemptHost {
         guard let facts = scheduler.facts[id] ?? loaded else { return nil }
         let result = decide(id, event, facts)
         guard case .success(let t) = result else { return result }
-        let promotes = event == .start && standby[id] != nil
-        if promotes { promoting = id }
-        defer { if promotes { promoting = nil } }
         perform(id, t, facts: facts)
         return result
     }
@@ -597,7 +592,8 @@ public final class Engine: AttemptHost {
     func perform(
         _ id: Int64, _ t: JobTransition, facts: JobFacts, owed made: [OwedHook]? = nil, committedAt: Double? = nil
     ) {
-        if promoting != id { dropStandby(id) }
+        // Any change but its start gives up the job's standby (its start takes it over).
+        if !t.actions.contains(.startAttempt) { dropStandby(id) }
         // An owed hook keeps the job as the ending it leaves left it: taken before the patch.
         var owed = made ?? owedHooks(for: id, t)
         write(
@@ -713,7 +709,7 @@ public final class Engine: AttemptHost {
         guard let r = record(id) else { return false }  // pending changes applied (``record(_:)``)
         queuedRecords[id] = nil
         lastBytes[id] = nil
-        let standing = takeStandby(id)
+        let standing = standby.removeValue(forKey: id)
         standing?.record = r
         let task: TransferTask =
             standing
