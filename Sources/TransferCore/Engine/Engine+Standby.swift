@@ -13,7 +13,9 @@
 /// So the requests in flight never outnumber `--max-active` (the running jobs that still
 /// transfer, and at most one standing by for each one finishing), nor the `running` jobs.
 /// Only a download's first attempt, on one connection, stands by: its request depends on nothing
-/// that starting it would change (no part to resume, no ranges, no validator). Any change to a
+/// that starting it would change (no part to resume, no ranges, no validator). And only an
+/// unpaced one (no `--limit-rate`, no daemon-wide download limit in force): the response of a
+/// paced one would be read ahead of its pace, at the speed of the network it was to spare. Any change to a
 /// job standing by (a command, a new URL) stops its request first, and it waits in the queue as
 /// before; so does a job outranked by one queued after it, when the slot is given back.
 extension Engine {
@@ -21,9 +23,12 @@ extension Engine {
     func standBy() {
         guard !shuttingDown, !holdScheduling else { return }
         let finishing = tasks.values.reduce(0) { $0 + ($1.phase == .finishing ? 1 : 0) }
+        // A paced download never stands by: its response would be read ahead of its pace (a
+        // daemon-wide download limit in force counts for every download).
+        guard bandwidth.download.rate == nil else { return }
         while tasks.count - finishing + standby.count < config.maxActive, standby.count < finishing,
             let id = scheduler.peekNext(), standby[id] == nil, let f = scheduler.facts[id], Self.mayStandBy(f),
-            let r = record(id), (r.request.connections ?? config.connections) <= 1
+            let r = record(id), (r.request.connections ?? config.connections) <= 1, r.request.limitRate == nil
         {
             _ = scheduler.popNext()
             let task = DownloadTask(engine: self, record: r)

@@ -1038,9 +1038,11 @@ public final class Engine: AttemptHost {
     public var activeTransfers: Int { tasks.count }
 
     /// New limits are in force: every transfer held back asks its budget again now, rather than
-    /// at the time worked out at the old rate (16 KiB at 300 B/s is almost a minute).
+    /// at the time worked out at the old rate (16 KiB at 300 B/s is almost a minute); and under a
+    /// download limit no queued download stands by (``standBy()``): their requests are dropped.
     private func wakeTransfersHeldByLimits() {
         for t in tasks.values where t.isHeldByLimit { t.wakeFromLimit() }
+        if bandwidth.download.rate != nil { dropAllStandby() }
     }
 
     /// Bytes per second of all running transfers together (`daemon.status` `rate`).
