@@ -15,16 +15,17 @@
 /// Only a download's first attempt, on one connection, stands by: its request depends on nothing
 /// that starting it would change (no part to resume, no ranges, no validator). And only an
 /// unpaced one (no `--limit-rate`, no daemon-wide download limit in force): the response of a
-/// paced one would be read ahead of its pace, at the speed of the network it was to spare. Any change to a
-/// job standing by (a command, a new URL) stops its request first, and it waits in the queue as
-/// before; so does a job outranked by one queued after it, when the slot is given back.
+/// paced one would be read ahead of its pace, at the speed of the network the limit spares. Any
+/// change to a job standing by (a command, a new URL) stops its request first, and it waits in the
+/// queue as before; so does a job outranked by one queued after it, when the slot is given back,
+/// and every job standing by when a download limit comes into force.
 extension Engine {
     /// Starts standby attempts for the slots whose jobs are finishing (see above).
     func standBy() {
         guard !shuttingDown, !holdScheduling else { return }
         let finishing = tasks.values.reduce(0) { $0 + ($1.phase == .finishing ? 1 : 0) }
-        // A paced download never stands by: its response would be read ahead of its pace (a
-        // daemon-wide download limit in force counts for every download).
+        // A paced download never stands by (see above): a daemon-wide download limit in force
+        // paces every download.
         guard bandwidth.download.rate == nil else { return }
         while tasks.count - finishing + standby.count < config.maxActive, standby.count < finishing,
             let id = scheduler.peekNext(), standby[id] == nil, let f = scheduler.facts[id], Self.mayStandBy(f),

@@ -848,7 +848,7 @@ public final class Engine: AttemptHost {
         let now = loop.nowMillis
         if now &- lastScheduleCheck >= Self.scheduleCheckInterval {
             lastScheduleCheck = now
-            if bandwidth.refresh(now: now) { wakeTransfersHeldByLimits() }
+            if bandwidth.refresh(now: now) { limitsChanged() }
             // Living on the reserve cuts the log after every commit: back to normal commits as
             // soon as the home has room, not only at the next request that changes a job.
             if onReserve { restoreReserve(free: DiskSpace.available(at: storeDirectory) ?? .max) }
@@ -1022,7 +1022,7 @@ public final class Engine: AttemptHost {
             try ensureStoreWritable()
             do { try store.saveLimits(next) } catch { throw storeFailure(error) }
             bandwidth.set(next, now: loop.nowMillis)
-            wakeTransfersHeldByLimits()
+            limitsChanged()
             let f = bandwidth.inForce
             Log.info(
                 "limits: download \(f.download.map(String.init) ?? "off"), upload \(f.upload.map(String.init) ?? "off"), schedule \(f.schedule ?? "none")"
@@ -1040,7 +1040,7 @@ public final class Engine: AttemptHost {
     /// New limits are in force: every transfer held back asks its budget again now, rather than
     /// at the time worked out at the old rate (16 KiB at 300 B/s is almost a minute); and under a
     /// download limit no queued download stands by (``standBy()``): their requests are dropped.
-    private func wakeTransfersHeldByLimits() {
+    private func limitsChanged() {
         for t in tasks.values where t.isHeldByLimit { t.wakeFromLimit() }
         if bandwidth.download.rate != nil { dropAllStandby() }
     }
