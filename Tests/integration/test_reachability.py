@@ -62,6 +62,13 @@ def _ip_path() -> str | None:
     return shutil.which("ip") or next((p for p in ("/usr/sbin/ip", "/sbin/ip") if os.access(p, os.X_OK)), None)
 
 
+def _mounted_at(path: str) -> bool:
+    """Whether something is mounted at ``path`` (a bind mount of the same file system included,
+    which ``os.path.ismount`` does not see)."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f if len(line.split()) > 4)
+
+
 class NetnsPair:
     """Two namespaces, ``srv`` and ``cli``, joined by a veth pair: 10.213.N.1 (srv) ↔ 10.213.N.2 (cli)."""
 
@@ -78,6 +85,9 @@ class NetnsPair:
         self.srv_addr = f"10.213.{subnet}.1"
         self.cli_addr = f"10.213.{subnet}.2"
         self.created: list[str] = []
+        # iproute2 bind-mounts /run/netns onto itself at the first `ip netns add` on a machine, and
+        # leaves it: taken down again with the last namespace if it was not there before.
+        self.netns_dir_was_mounted = _mounted_at("/run/netns")
 
     def ip(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run([self.ipbin, *args], capture_output=True, text=True, timeout=30)
@@ -137,6 +147,10 @@ class NetnsPair:
             if done.returncode != 0:
                 problems.append(f"ip netns del {ns}: {done.stderr.strip()}")
         self.created.clear()
+        if not self.netns_dir_was_mounted and _mounted_at("/run/netns") and not os.listdir("/run/netns"):
+            done = subprocess.run(["umount", "/run/netns"], capture_output=True, text=True, timeout=30)
+            if done.returncode != 0:
+                problems.append(f"umount /run/netns: {done.stderr.strip()}")
         return problems
 
 
