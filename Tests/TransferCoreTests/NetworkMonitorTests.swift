@@ -194,6 +194,9 @@ private final class TestNamespace {
     let name: String
     private var original: Int32 = -1
     private var created = false
+    /// Whether something was mounted at /run/netns before: iproute2 bind-mounts it onto itself at
+    /// the first `ip netns add` on a machine and leaves it; the test takes it down again.
+    private let runDirWasMounted = TestNamespace.mounted(at: "/run/netns")
 
     /// Creates the namespace, or skips the test where that is not allowed.
     init(name: String) throws {
@@ -248,6 +251,19 @@ private final class TestNamespace {
         let (status, output) = Self.run(["netns", "del", name])
         XCTAssertEqual(status, 0, "ip netns del \(name): \(output)")
         created = false
+        let empty = (try? FileManager.default.contentsOfDirectory(atPath: "/run/netns"))?.isEmpty ?? false
+        if !runDirWasMounted && Self.mounted(at: "/run/netns") && empty {
+            XCTAssertEqual(umount("/run/netns"), 0, "umount /run/netns: errno \(errno)")
+        }
+    }
+
+    /// Whether something is mounted at `path` (a bind mount of the same file system included).
+    static func mounted(at path: String) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+        return table.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 4 && fields[4] == path
+        }
     }
 
     private static func run(_ arguments: [String]) -> (Int32, String) {
