@@ -22,11 +22,10 @@
 extension Engine {
     /// Starts standby attempts for the slots whose jobs are finishing (see above).
     func standBy() {
-        guard !shuttingDown, !holdScheduling else { return }
-        let finishing = tasks.values.reduce(0) { $0 + ($1.phase == .finishing ? 1 : 0) }
         // A paced download never stands by (see above): a daemon-wide download limit in force
         // paces every download.
-        guard bandwidth.download.rate == nil else { return }
+        guard !shuttingDown, !holdScheduling, bandwidth.download.rate == nil else { return }
+        let finishing = tasks.values.reduce(0) { $0 + ($1.phase == .finishing ? 1 : 0) }
         while tasks.count - finishing + standby.count < config.maxActive, standby.count < finishing,
             let id = scheduler.peekNext(), standby[id] == nil, let f = scheduler.facts[id], Self.mayStandBy(f),
             let r = record(id), (r.request.connections ?? config.connections) <= 1, r.request.limitRate == nil

@@ -93,8 +93,6 @@ class TransferTask {
         standingBy = false
         attemptStartedAt = engine.loop.nowMillis
         lastProgressAt = attemptStartedAt
-        // `--limit-rate` counts from here: the time stood by saves up no budget.
-        if let rate = limiter?.rate { limiter = TokenBucket(rate: rate, start: attemptStartedAt) }
         if let easy { engine.multi.release(easy) }
     }
 
