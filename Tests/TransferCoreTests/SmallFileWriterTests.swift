@@ -33,8 +33,31 @@ final class SmallFileWriterTests: TemporaryDirectoryTestCase {
         }
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/f7")[.posixPermissions] as? Int
         XCTAssertEqual(mode, 0o640)
-        // The first two alone (nothing was running), then the other 148 in batches of at most 16.
+        // The first two alone (nothing was running), then the other 148 in full batches.
         XCTAssertEqual(writer.batches, 2 + (148 + SmallFileWriter.maximumBatch - 1) / SmallFileWriter.maximumBatch)
+    }
+
+    func testThatFilesWrittenTogetherStartTogether() throws {
+        let loop = try EventLoop()
+        let writer = SmallFileWriter(loop: loop)
+        var outcomes: [Int: SmallFileWriter.Outcome] = [:]
+        let count = 3 * SmallFileWriter.maximumBatch + 1
+        writer.gathering {
+            for n in 0..<count {
+                writer.write(item("g\(n)", "body \(n)")) { outcomes[n] = $0 }
+            }
+            XCTAssertEqual(writer.batches, 0, "nothing starts inside")
+        }
+        // As many full batches as lanes, at once.
+        XCTAssertEqual(writer.batches, SmallFileWriter.maximumRunning)
+        loop.run()
+        XCTAssertEqual(outcomes.count, count)
+        for n in 0..<count {
+            XCTAssertEqual(outcomes[n], .inPlace, "file \(n)")
+            XCTAssertEqual(try contents(dir + "/g\(n)"), "body \(n)")
+        }
+        // Full batches, then the one file left: none went alone before the others.
+        XCTAssertEqual(writer.batches, 4)
     }
 
     func testThatEachFileOfABatchSucceedsOrFailsOnItsOwn() throws {

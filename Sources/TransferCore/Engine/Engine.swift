@@ -388,7 +388,8 @@ public final class Engine: AttemptHost {
         }
         let waiting = afterCommitQueue
         afterCommitQueue = []
-        for body in waiting { body() }
+        // The small files this commit lets go are put in place together (not the first alone).
+        smallFileWriter.gathering { for body in waiting { body() } }
         // The log's lines of this pass before its events: whoever reads an event finds them.
         Log.flush()
         let ready = events
