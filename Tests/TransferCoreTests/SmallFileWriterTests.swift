@@ -33,7 +33,8 @@ final class SmallFileWriterTests: TemporaryDirectoryTestCase {
         }
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/f7")[.posixPermissions] as? Int
         XCTAssertEqual(mode, 0o640)
-        // The first two alone (nothing was running), then the other 148 in full batches.
+        // The first two alone (nothing was running), then the other 148 in batches of up to
+        // `maximumBatch` (written without ``SmallFileWriter/gathering(_:)``).
         XCTAssertEqual(writer.batches, 2 + (148 + SmallFileWriter.maximumBatch - 1) / SmallFileWriter.maximumBatch)
     }
 

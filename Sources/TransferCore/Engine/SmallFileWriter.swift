@@ -3,7 +3,8 @@ import Foundation
 
 /// Puts small finished downloads in place in batches (group commit for files): the bodies held in
 /// memory (``DownloadTask/heldBodyLimit``) that finish while ``maximumRunning`` batches are on the
-/// pool wait for the next one, and a batch is one work item that
+/// pool wait for the next one, those one commit lets go start together (``gathering(_:)``), and a
+/// batch is one work item that
 /// 1. creates, writes and closes each part (``Item/part``) with the user's mode, unless its
 ///    destination exists and may not be replaced (then the part is not touched);
 /// 2. makes them all durable at once: one `syncfs(2)` for the files of one file system (one
