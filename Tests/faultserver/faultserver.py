@@ -481,6 +481,20 @@ class Handler(socketserver.BaseRequestHandler):
                                   "done": True})
         return not close
 
+    def linger_close(self, between: float = 1.0, limit: float = 5.0) -> None:
+        """nginx's `lingering_close`: the sending side shut, then what the client still sends read
+        and dropped until it stops (`between` seconds without data, or its end) or `limit`
+        seconds pass, so that closing with unread data sends no reset over the answer."""
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + limit
+            self.sock.settimeout(between)
+            while not STOP.is_set() and time.monotonic() < deadline:
+                if not self.sock.recv(65536):
+                    break
+        except OSError:  # a timeout included
+            pass
+
     def close_now(self, rst: bool = False) -> None:
         if rst:
             import struct
@@ -939,9 +953,13 @@ class Handler(socketserver.BaseRequestHandler):
 
         if q.int("early") and self.faulty:
             # The final answer before the body is read (a server that does not want it), then
-            # the connection closed with the body unread.
+            # the connection closed with the body unread — after a lingering close, as nginx
+            # makes: closed at once, the unread body made the kernel send a reset, which could
+            # reach the client before it read the answer (it then saw only a send failure).
             finish_record()
-            return self.simple(q.int("respstatus", 201), b"early\n", close=True)
+            self.simple(q.int("respstatus", 201), b"early\n", close=True)
+            self.linger_close()
+            return False
         if expect:
             self.send(b"HTTP/1.1 100 Continue\r\n\r\n")
         drop = q.int("drop") if self.faulty else None
