@@ -22,9 +22,7 @@
 extension Engine {
     /// Starts standby attempts for the slots whose jobs are finishing (see above).
     func standBy() {
-        // A paced download never stands by (see above): a daemon-wide download limit in force
-        // paces every download.
-        guard !shuttingDown, !holdScheduling, bandwidth.download.rate == nil else { return }
+        guard !shuttingDown, !holdScheduling, !downloadLimitInForce else { return }
         let finishing = tasks.values.reduce(0) { $0 + ($1.phase == .finishing ? 1 : 0) }
         while tasks.count - finishing + standby.count < config.maxActive, standby.count < finishing,
             let id = scheduler.peekNext(), standby[id] == nil, let f = scheduler.facts[id], Self.mayStandBy(f),
@@ -42,6 +40,11 @@ extension Engine {
             }
         }
     }
+
+    /// Whether a daemon-wide download limit is in force (a fixed one or a schedule entry): it
+    /// paces every download, so none stands by, and those standing by when it comes are dropped
+    /// (``limitsChanged()``).
+    var downloadLimitInForce: Bool { bandwidth.download.rate != nil }
 
     /// Whether a queued job's attempt may stand by, as far as its facts tell (its row is read only
     /// then, for its connections): a download's first attempt, with nothing to resume.

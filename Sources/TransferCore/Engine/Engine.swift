@@ -1043,7 +1043,7 @@ public final class Engine: AttemptHost {
     /// download limit no queued download stands by (``standBy()``): their requests are dropped.
     private func limitsChanged() {
         for t in tasks.values where t.isHeldByLimit { t.wakeFromLimit() }
-        if bandwidth.download.rate != nil { dropAllStandby() }
+        if downloadLimitInForce { dropAllStandby() }
     }
 
     /// Bytes per second of all running transfers together (`daemon.status` `rate`).
